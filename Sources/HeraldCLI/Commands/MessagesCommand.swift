@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// `herald messages`: the ledger, as a table or JSON.
+struct MessagesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "messages", abstract: "List outbox rows: action, recipient, state, attempts, last SMTP reply, times.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Only rows in this state: \(OutboxState.allCases.map(\.rawValue).joined(separator: ", ")).") var state: String?
+    @Option(help: "Only rows for this address (recipient or account email).") var email: String?
+    @Flag(help: "Print a JSON array instead of a table.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let filterState = try state.map { value in
+                guard let state = OutboxState(rawValue: value) else {
+                    throw HeraldError(.argumentError, "unknown state '\(value)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return state
+            }
+            let filterEmail = try email.map { try EmailAddress($0) }
+            let runtime = try await Runtime.load(global)
+            let rows = try runtime.openStore().messages(state: filterState, email: filterEmail)
+            print(json ? try Self.json(rows) : Self.table(rows))
+        }
+    }
+
+    static func json(_ rows: [OutboxMessage]) throws -> String {
+        let objects: [[String: Any]] = rows.map { row in
+            [
+                "id": row.id, "action": row.kind.rawValue, "recipient": row.recipient.value, "email": row.email.value,
+                "newEmail": row.newEmail?.value ?? NSNull(), "locale": row.locale.value, "state": row.state.rawValue,
+                "attempts": row.attempts, "lastReplyCode": row.lastReplyCode ?? NSNull(), "lastReply": row.lastReply ?? NSNull(),
+                "queuedAt": iso(row.queuedAt), "sentAt": row.sentAt.map(iso) ?? NSNull(), "messageId": row.messageID,
+                "nextAttemptAt": row.state == .deferred ? iso(row.nextAttemptAt) : NSNull(),
+            ]
+        }
+        let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func table(_ rows: [OutboxMessage]) -> String {
+        let header = ["ID", "ACTION", "RECIPIENT", "STATE", "TRIES", "LAST REPLY", "QUEUED", "SENT"]
+        let body = rows.map { row in
+            [
+                "\(row.id)", row.kind.rawValue, row.recipient.value, row.state.rawValue, "\(row.attempts)",
+                String((row.lastReply ?? "").prefix(48)), iso(row.queuedAt), row.sentAt.map(iso) ?? "-",
+            ]
+        }
+        let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
+        let lines = ([header] + body).map { cells in
+            cells.enumerated().map { index, cell in cell.padding(toLength: widths[index], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }
+        return (lines + ["\(rows.count) message(s)"]).joined(separator: "\n")
+    }
+
+    static func iso(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().timeSeparator(.colon).time(includingFractionalSeconds: false).dateSeparator(.dash).timeZone(separator: .omitted))
+    }
+}

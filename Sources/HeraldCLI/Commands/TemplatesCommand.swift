@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldMail
+
+/// `herald templates …`: work with the email templates.
+struct TemplatesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "templates", abstract: "Work with the email templates.", subcommands: [PreviewCommand.self])
+}
+
+/// `herald templates preview`: renders one action with sample data; sends nothing.
+struct PreviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preview", abstract: "Render an action's email with sample data (nothing is sent or stored).")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "sign-in | verify-email | reset-password | verify-and-change-email") var action: String
+    @Option(help: "Language, e.g. de or pl-PL (falls back to the default locale).") var locale: String?
+    @Option(help: "Write to FILE.eml (the whole message) or FILE.html (the HTML part) instead of printing the message.")
+    var out: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            guard let kind = ActionKind(rawValue: action) else {
+                throw HeraldError(.argumentError, "unknown action '\(action)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let runtime = try await Runtime.load(global)
+            let composer = try runtime.composer()
+            let domain = runtime.configuration.links.authorizedDomains.first ?? "localhost"
+            let composed = try composer.compose(
+                MessageComposer.Input(
+                    kind: kind, email: try EmailAddress("ada@example.com"),
+                    newEmail: kind == .verifyAndChangeEmail ? try EmailAddress("ada.lovelace@example.com") : nil,
+                    displayName: "Ada Lovelace", locale: try locale.map(LocaleTag.init) ?? runtime.configuration.links.defaultLocale,
+                    settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
+                    code: "PREVIEW-ONLY-NOT-A-VALID-CODE", messageID: "<preview.herald@\(composer.from.address.domain)>",
+                    requestedAt: Date(), date: Date()))
+            guard let out else {
+                FileHandle.standardOutput.write(Data(composed.bytes))
+                return
+            }
+            let bytes = out.lowercased().hasSuffix(".html") ? Array(composed.content.html.utf8) : composed.bytes
+            guard FileManager.default.createFile(atPath: out, contents: Data(bytes)) else {
+                throw HeraldError(.argumentError, "cannot write \(out)")
+            }
+            print("wrote \(out) (\(composed.content.locale) templates, subject: \(composed.content.subject))")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import HeraldMail
+import HeraldWorker
+
+/// `herald worker`: sends due mail until stopped (or until the queue is empty).
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Send queued mail. SIGINT/SIGTERM finish in-flight sends, record them and exit 0."
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Exit once nothing is queued, deferred or sending.") var untilEmpty = false
+    @Option(help: "SMTP connections (threads); defaults to smtp.connections.") var concurrency: Int?
+
+    func run() async throws {
+        try await reportingErrors {
+            CurlSMTPConnection.initializeLibrary()  // before any thread starts
+            let runtime = try await Runtime.load(global)
+            let configuration = runtime.configuration
+            let connections = concurrency ?? configuration.smtp.connections
+            guard (1...64).contains(connections) else { throw ValidationError("--concurrency must be from 1 to 64") }
+            let stop = StopSignal()
+            let signals = [SIGINT, SIGTERM].map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    runtime.logger.info("signal received: finishing in-flight sends", metadata: ["signal": "\(number)"])
+                    stop.stop()
+                }
+                source.resume()
+                return source
+            }
+            defer { signals.forEach { $0.cancel() } }
+            let settings = SMTPSettings(configuration.smtp)
+            let worker = Worker(
+                store: try runtime.openStore(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
+            ) { try CurlSMTPConnection(settings: settings) }
+            runtime.logger.info(
+                "worker started",
+                metadata: ["smtp": "\(Self.redacted(configuration.smtp.url))", "connections": "\(connections)", "untilEmpty": "\(untilEmpty)"])
+            let summary = try await worker.run(untilEmpty: untilEmpty, concurrency: connections, stop: stop)
+            runtime.logger.info("worker finished: \(summary)")
+        }
+    }
+
+    /// The SMTP URL without any user-info, for logs.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "<unparseable>" }
+        components.user = nil
+        components.password = nil
+        return components.string ?? "<unparseable>"
+    }
+}

@@ -1,0 +1,154 @@
+import Configuration
+import Foundation
+import HeraldCore
+import HeraldMail
+import SystemPackage
+
+/// Reads `HeraldConfiguration` from a YAML file with `HERALD_…` environment overrides.
+///
+/// Precedence: environment > file > built-in defaults. Every value is checked; the first problem
+/// is reported as one line naming the key, e.g. `smtp.url: expected smtp:// or smtps://, got 'http://x'`.
+public enum ConfigurationLoader {
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws
+        -> HeraldConfiguration
+    {
+        let file: FileProvider<YAMLSnapshot>
+        do {
+            file = try await FileProvider<YAMLSnapshot>(filePath: FilePath(path), allowMissing: false)
+        } catch {
+            throw HeraldError(.invalidConfiguration, "cannot read config file \(path): \(Self.oneLine(error))")
+        }
+        let secrets: Set<String> = ["HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY"]
+        let env = EnvironmentVariablesProvider(
+            environmentVariables: environment, secretsSpecifier: .specific(secrets)
+        ).prefixKeys(with: "herald")
+        return try await ConfigurationParser(reader: ConfigReader(providers: [env, file])).parse()
+    }
+
+    static func oneLine(_ error: any Error) -> String {
+        "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
+    }
+}
+
+/// Turns raw configuration values into a validated `HeraldConfiguration`.
+struct ConfigurationParser {
+    let reader: ConfigReader
+
+    func parse() async throws -> HeraldConfiguration {
+        var c = HeraldConfiguration()
+        c.project.id = try await text("project.id", c.project.id) { $0.range(of: "^[a-z0-9][a-z0-9-]{0,62}$", options: .regularExpression) != nil ? nil : "expected lower-case letters, digits and hyphens" }
+        c.project.apiKey = try await text("project.apiKey", c.project.apiKey, secret: true) { $0.isEmpty ? "must not be empty" : nil }
+        c.project.appName = try await text("project.appName", c.project.appName) {
+            guard let name = try? DisplayName.validate($0) else { return "must be one line of at most 256 characters" }
+            return name.isEmpty ? "must not be empty" : nil
+        }
+
+        c.links.actionURL = try await text("links.actionUrl", "https://\(c.project.id).firebaseapp.com/__/auth/action") {
+            guard let url = URLComponents(string: $0), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+                return "expected an absolute http(s) URL"
+            }
+            return nil
+        }
+        c.links.authorizedDomains = try await list("links.authorizedDomains", ["localhost", "\(c.project.id).firebaseapp.com"]) {
+            Hostname.isValid($0.lowercased()) ? nil : "'\($0)' is not a hostname"
+        }.map { $0.lowercased() }
+        let locale = try await text("links.defaultLocale", c.links.defaultLocale.value) { (try? LocaleTag($0)) == nil ? "not a language tag" : nil }
+        c.links.defaultLocale = try LocaleTag(locale)
+        for kind in ActionKind.allCases {
+            c.links.lifetime[kind] = try await duration("links.lifetime.\(Self.key(kind))", c.links.lifetime[kind]!, positive: true)
+        }
+
+        c.smtp.url = try await text("smtp.url", c.smtp.url) {
+            guard let url = URLComponents(string: $0), ["smtp", "smtps"].contains(url.scheme?.lowercased() ?? "") else {
+                return "expected smtp://host:port or smtps://host:port, got '\($0)'"
+            }
+            return url.host?.isEmpty == false ? nil : "the URL has no host"
+        }
+        c.smtp.requireStartTLS = try await flag("smtp.requireStartTLS", c.smtp.requireStartTLS)
+        c.smtp.username = try await text("smtp.username", c.smtp.username) { _ in nil }
+        c.smtp.password = try await text("smtp.password", c.smtp.password, secret: true) { _ in nil }
+        c.smtp.caFile = try await text("smtp.caFile", c.smtp.caFile) { $0.isEmpty || FileManager.default.isReadableFile(atPath: $0) ? nil : "cannot read '\($0)'" }
+        c.smtp.insecure = try await flag("smtp.insecure", c.smtp.insecure)
+        c.smtp.from = try await text("smtp.from", c.smtp.from) { (try? Mailbox(parsing: $0)) == nil ? "expected 'Name <address>' or an address" : nil }
+        c.smtp.replyTo = try await text("smtp.replyTo", c.smtp.replyTo) { $0.isEmpty || (try? Mailbox(parsing: $0)) != nil ? nil : "expected 'Name <address>' or an address" }
+        c.smtp.connectTimeout = try await duration("smtp.connectTimeout", c.smtp.connectTimeout, positive: true)
+        c.smtp.timeout = try await duration("smtp.timeout", c.smtp.timeout, positive: true)
+        c.smtp.connections = try await number("smtp.connections", c.smtp.connections, in: 1...64)
+
+        c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
+        c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }
+
+        c.worker.batchSize = try await number("worker.batchSize", c.worker.batchSize, in: 1...10_000)
+        c.worker.maxAttempts = try await number("worker.maxAttempts", c.worker.maxAttempts, in: 1...100)
+        c.worker.backoffBase = try await duration("worker.backoffBase", c.worker.backoffBase, positive: true)
+        c.worker.backoffCap = try await duration("worker.backoffCap", c.worker.backoffCap, positive: true)
+        if c.worker.backoffCap < c.worker.backoffBase {
+            throw problem("worker.backoffCap", "must not be shorter than worker.backoffBase")
+        }
+        c.worker.lease = try await duration("worker.lease", c.worker.lease, positive: true)
+        c.worker.pollInterval = try await duration("worker.pollInterval", c.worker.pollInterval, positive: true)
+        for kind in [ActionKind.signIn, .resetPassword] {
+            c.worker.maxQueueWait[kind] = try await duration("worker.maxQueueWait.\(Self.key(kind))", c.worker.maxQueueWait[kind]!, positive: true)
+        }
+        return c
+    }
+
+    /// The camelCase key of an action in the config file (`signIn`, `verifyEmail`, …).
+    static func key(_ kind: ActionKind) -> String { kind.mode }
+
+    private func problem(_ key: String, _ message: String) -> HeraldError {
+        HeraldError(.invalidConfiguration, "\(key): \(message)")
+    }
+
+    private func raw(_ key: String, secret: Bool = false) async throws -> String? {
+        do {
+            return try await reader.fetchString(forKey: ConfigKey(key), isSecret: secret)
+        } catch {
+            throw problem(key, "expected a single value")
+        }
+    }
+
+    private func text(_ key: String, _ fallback: String, secret: Bool = false, check: (String) -> String?) async throws -> String {
+        let value = try await raw(key, secret: secret)?.trimmingCharacters(in: .whitespaces) ?? fallback
+        if let message = check(value) { throw problem(key, message) }
+        return value
+    }
+
+    private func flag(_ key: String, _ fallback: Bool) async throws -> Bool {
+        guard let value = try await raw(key) else { return fallback }
+        switch value.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0": return false
+        default: throw problem(key, "expected true or false, got '\(value)'")
+        }
+    }
+
+    private func number(_ key: String, _ fallback: Int, in range: ClosedRange<Int>) async throws -> Int {
+        guard let value = try await raw(key) else { return fallback }
+        guard let number = Int(value), range.contains(number) else {
+            throw problem(key, "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(value)'")
+        }
+        return number
+    }
+
+    private func duration(_ key: String, _ fallback: TimeInterval, positive: Bool) async throws -> TimeInterval {
+        guard let value = try await raw(key) else { return fallback }
+        guard let seconds = DurationText.parse(value), !positive || seconds > 0 else {
+            throw problem(key, "expected a duration such as 90s, 15m, 6h or 3d, got '\(value)'")
+        }
+        return seconds
+    }
+
+    private func list(_ key: String, _ fallback: [String], check: (String) -> String?) async throws -> [String] {
+        let values: [String]
+        do {
+            values = try await reader.fetchStringArray(forKey: ConfigKey(key)) ?? fallback
+        } catch {
+            throw problem(key, "expected a list of values")
+        }
+        for value in values {
+            if let message = check(value) { throw problem(key, message) }
+        }
+        return values
+    }
+}

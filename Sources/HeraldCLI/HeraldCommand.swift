@@ -1,0 +1,25 @@
+import ArgumentParser
+
+/// `herald`: queue, send and inspect Herald's action emails.
+public struct HeraldCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "Self-hosted email-link sign-in, verification and password-reset mail with a durable ledger.",
+        subcommands: [MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self]
+    )
+
+    public init() {}
+}
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "Path of the YAML configuration file.")
+    var config = "config/herald.yaml"
+}
+
+extension HeraldCommand {
+    /// Parses the process arguments and runs the chosen command (the executable's only call).
+    public static func runFromCommandLine() async {
+        await main()
+    }
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldMail
+import HeraldStore
+import Logging
+
+/// What a command needs at run time, built once from the configuration file.
+struct Runtime {
+    let configuration: HeraldConfiguration
+    let logger: Logger
+
+    static func load(_ options: GlobalOptions) async throws -> Runtime {
+        LoggingBootstrap.once()
+        let configuration = try await ConfigurationLoader.load(path: options.config)
+        return Runtime(configuration: configuration, logger: Logger(label: "herald"))
+    }
+
+    func openStore() throws -> HeraldStore {
+        try HeraldStore(path: configuration.database.path)
+    }
+
+    func composer() throws -> MessageComposer {
+        let templates = try TemplateLibrary(
+            directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
+        return try MessageComposer(configuration: configuration, templates: templates)
+    }
+}
+
+/// Logs go to standard error; `HERALD_LOG_LEVEL` (trace…critical) sets the level, default `info`.
+enum LoggingBootstrap {
+    private static let bootstrap: Void = {
+        let level = ProcessInfo.processInfo.environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }()
+
+    static func once() { _ = bootstrap }
+}
+
+/// Runs a command body, turning any failure into one `error: …` line on stderr and exit code 1.
+func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ExitCode {
+        throw error
+    } catch {
+        let line = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
+        FileHandle.standardError.write(Data("error: \(line)\n".utf8))
+        throw ExitCode.failure
+    }
+}

@@ -1,0 +1,50 @@
+import Crypto
+import Foundation
+
+/// A one-time action code: 32 bytes from the system CSPRNG, base64url without padding.
+///
+/// Only `hash` is ever stored; the plaintext lives in the email (or an admin response).
+public struct ActionCode: Sendable {
+    public let plaintext: String
+
+    /// Generates a fresh code from `SystemRandomNumberGenerator` (getrandom/arc4random: a CSPRNG).
+    public static func generate() -> ActionCode {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        for _ in 0..<4 {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        return ActionCode(plaintext: Base64URL.encode(bytes))
+    }
+
+    public init(plaintext: String) { self.plaintext = plaintext }
+
+    /// SHA-256 of the code's UTF-8 bytes: what the ledger stores and redemption looks up.
+    public var hash: [UInt8] { Self.hash(plaintext) }
+
+    public static func hash(_ plaintext: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(plaintext.utf8)))
+    }
+}
+
+/// Unpadded base64url (RFC 4648 §5).
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+}
+
+/// Random identifiers that are not secrets (Message-IDs, boundaries).
+public enum RandomToken {
+    public static func hex(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// A validated request to send one action email: what the outbox stores.
+public struct ActionRequest: Sendable, Hashable {
+    public var kind: ActionKind
+    public var email: EmailAddress
+    public var newEmail: EmailAddress?
+    public var settings: ActionCodeSettings
+    public var locale: LocaleTag
+    public var displayName: String?
+
+    /// Validates every part; throws the first problem as a `HeraldError`.
+    public init(
+        kind: ActionKind,
+        email: String,
+        newEmail: String? = nil,
+        settings: ActionCodeSettings = ActionCodeSettings(),
+        locale: String? = nil,
+        displayName: String? = nil,
+        links: HeraldConfiguration.Links
+    ) throws {
+        self.kind = kind
+        self.email = try EmailAddress(email)
+        switch (kind, newEmail) {
+        case (.verifyAndChangeEmail, nil):
+            throw HeraldError(.missingNewEmail, "verify-and-change-email needs the new email address")
+        case (.verifyAndChangeEmail, let newEmail?):
+            self.newEmail = try EmailAddress(newEmail, code: .invalidNewEmail)
+        case (_, nil):
+            self.newEmail = nil
+        case (_, .some):
+            throw HeraldError(.argumentError, "a new email address only applies to verify-and-change-email")
+        }
+        try settings.validate(for: kind, authorizedDomains: links.authorizedDomains)
+        self.settings = settings
+        self.locale = try locale.map(LocaleTag.init) ?? links.defaultLocale
+        self.displayName = try displayName.map(DisplayName.validate)
+    }
+
+    /// The address the email goes to: the new address for verify-and-change-email.
+    public var recipient: EmailAddress { newEmail ?? email }
+}

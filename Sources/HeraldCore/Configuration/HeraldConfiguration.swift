@@ -1,0 +1,78 @@
+import Foundation
+
+/// Everything Herald is configured with, read once at start-up and passed down.
+///
+/// Defaults work for the local demo; `config/herald.yaml` documents every key.
+public struct HeraldConfiguration: Sendable {
+    public var project = Project()
+    public var links = Links()
+    public var smtp = SMTP()
+    public var database = Database()
+    public var worker = Worker()
+    /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
+    public var templatesDirectory = "templates"
+
+    public init() {}
+
+    /// The Firebase project the links and API belong to.
+    public struct Project: Sendable {
+        public var id = "herald-demo"
+        public var apiKey = "demo-api-key"
+        public var appName = "Herald Demo"
+        public init() {}
+    }
+
+    /// How action links are built and how long their codes live.
+    public struct Links: Sendable {
+        /// Base of every web action link; defaults to `https://<project>.firebaseapp.com/__/auth/action`.
+        public var actionURL = "https://herald-demo.firebaseapp.com/__/auth/action"
+        public var authorizedDomains = ["localhost", "herald-demo.firebaseapp.com"]
+        public var defaultLocale = try! LocaleTag("en")
+        /// Code lifetime per action, counted from the moment the email is sent.
+        public var lifetime: [ActionKind: TimeInterval] = [
+            .signIn: 6 * 3600, .verifyEmail: 72 * 3600, .resetPassword: 3600, .verifyAndChangeEmail: 72 * 3600,
+        ]
+        public init() {}
+    }
+
+    /// The operator's SMTP server.
+    public struct SMTP: Sendable {
+        /// `smtp://host:port[/ehlo-name]` or `smtps://host:port[/ehlo-name]`.
+        public var url = "smtp://127.0.0.1:2525"
+        /// Refuse to send unless the server upgrades the connection with STARTTLS.
+        public var requireStartTLS = false
+        public var username = ""
+        public var password = ""
+        /// A PEM bundle of CAs to trust instead of the system store.
+        public var caFile = ""
+        /// Skip certificate verification. For tests against self-signed servers only.
+        public var insecure = false
+        public var from = "Herald Demo <noreply@herald-demo.example>"
+        public var replyTo = ""
+        public var connectTimeout: TimeInterval = 10
+        public var timeout: TimeInterval = 60
+        /// Parallel SMTP connections the worker opens (one thread and one libcurl handle each).
+        public var connections = 1
+        public init() {}
+    }
+
+    /// The SQLite ledger.
+    public struct Database: Sendable {
+        public var path = "var/herald.sqlite"
+        public init() {}
+    }
+
+    /// The dispatch loop.
+    public struct Worker: Sendable {
+        public var batchSize = 50
+        public var maxAttempts = 8
+        public var backoffBase: TimeInterval = 30
+        public var backoffCap: TimeInterval = 3600
+        /// How long a claimed row stays reserved; a crashed worker's rows return after it.
+        public var lease: TimeInterval = 300
+        public var pollInterval: TimeInterval = 1
+        /// Queued mail older than this is expired instead of sent; actions absent here never expire.
+        public var maxQueueWait: [ActionKind: TimeInterval] = [.signIn: 900, .resetPassword: 900]
+        public init() {}
+    }
+}

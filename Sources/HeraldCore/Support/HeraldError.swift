@@ -1,0 +1,45 @@
+/// An error with a stable, Firebase-compatible code and a human detail.
+///
+/// The `description` is `CODE : detail`, the form Firebase clients split on. Details never
+/// carry secrets or plaintext codes.
+///
+/// ```swift
+/// throw HeraldError(.unauthorizedDomain, "continue URL host evil.example is not an authorized domain")
+/// ```
+public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable error code; its raw value is the Firebase error string where one exists.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let invalidEmail = Code("INVALID_EMAIL")
+        public static let missingEmail = Code("MISSING_EMAIL")
+        public static let invalidNewEmail = Code("INVALID_NEW_EMAIL")
+        public static let missingNewEmail = Code("MISSING_NEW_EMAIL")
+        public static let missingContinueURI = Code("MISSING_CONTINUE_URI")
+        public static let invalidContinueURI = Code("INVALID_CONTINUE_URI")
+        public static let unauthorizedDomain = Code("UNAUTHORIZED_DOMAIN")
+        public static let missingAndroidPackageName = Code("MISSING_ANDROID_PACKAGE_NAME")
+        public static let missingIOSBundleID = Code("MISSING_IOS_BUNDLE_ID")
+        public static let invalidHostingLinkDomain = Code("INVALID_HOSTING_LINK_DOMAIN")
+        public static let invalidDynamicLinkDomain = Code("INVALID_DYNAMIC_LINK_DOMAIN")
+        public static let argumentError = Code("ARGUMENT_ERROR")
+        public static let invalidLocale = Code("INVALID_LOCALE")
+        public static let invalidHeader = Code("INVALID_HEADER")
+        public static let invalidDisplayName = Code("INVALID_DISPLAY_NAME")
+        public static let invalidConfiguration = Code("INVALID_CONFIGURATION")
+        public static let templateError = Code("TEMPLATE_ERROR")
+        public static let notFound = Code("NOT_FOUND")
+    }
+
+    public let code: Code
+    public let detail: String
+
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { detail.isEmpty ? code.rawValue : "\(code.rawValue) : \(detail)" }
+}

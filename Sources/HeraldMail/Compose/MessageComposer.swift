@@ -1,0 +1,112 @@
+import Foundation
+import HeraldCore
+
+/// Turns an action (kind, recipient, code, settings) into the bytes of its email.
+///
+/// Builds the link, renders the localized templates and encodes the MIME message. Pure: it
+/// neither reads the ledger nor talks to SMTP.
+///
+/// ```swift
+/// let composer = try MessageComposer(configuration: configuration, templates: library)
+/// let message = try composer.compose(input)
+/// ```
+public struct MessageComposer: Sendable {
+    public let templates: TemplateLibrary
+    let linkBuilder: ActionLinkBuilder
+    let appName: String
+    public let from: Mailbox
+    let replyTo: Mailbox?
+    let lifetimes: [ActionKind: TimeInterval]
+
+    public init(configuration: HeraldConfiguration, templates: TemplateLibrary) throws {
+        self.templates = templates
+        linkBuilder = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
+        appName = configuration.project.appName
+        from = try Mailbox(parsing: configuration.smtp.from)
+        replyTo = configuration.smtp.replyTo.isEmpty ? nil : try Mailbox(parsing: configuration.smtp.replyTo)
+        lifetimes = configuration.links.lifetime
+    }
+
+    /// What one email needs.
+    public struct Input: Sendable {
+        public var kind: ActionKind
+        public var email: EmailAddress
+        public var newEmail: EmailAddress?
+        public var displayName: String?
+        public var locale: LocaleTag
+        public var settings: ActionCodeSettings
+        public var code: String
+        public var messageID: String
+        public var requestedAt: Date
+        public var date: Date
+
+        public init(
+            kind: ActionKind, email: EmailAddress, newEmail: EmailAddress?, displayName: String?, locale: LocaleTag,
+            settings: ActionCodeSettings, code: String, messageID: String, requestedAt: Date, date: Date
+        ) {
+            self.kind = kind
+            self.email = email
+            self.newEmail = newEmail
+            self.displayName = displayName
+            self.locale = locale
+            self.settings = settings
+            self.code = code
+            self.messageID = messageID
+            self.requestedAt = requestedAt
+            self.date = date
+        }
+
+        /// Where the message goes: the new address for verify-and-change-email.
+        public var recipient: EmailAddress { newEmail ?? email }
+    }
+
+    /// The rendered message, its bytes and its envelope.
+    public struct Composed: Sendable {
+        public let content: RenderedContent
+        public let message: MailMessage
+        public let bytes: [UInt8]
+        public let link: String
+        public let envelopeFrom: String
+        public let recipient: String
+    }
+
+    /// - Throws: `INVALID_HEADER` if a header value would carry CR/LF, `INVALID_DISPLAY_NAME` for a bad name.
+    public func compose(_ input: Input) throws -> Composed {
+        let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
+        let lifetime = lifetimes[input.kind] ?? 3600
+        var variables: [String: String] = [
+            "link": link,
+            "email": input.email.value,
+            "appName": appName,
+            "expiresIn": Self.describe(lifetime),
+            "expiresInHours": String(max(1, Int((lifetime / 3600).rounded()))),
+            "requestedAt": Self.requestTime(input.requestedAt),
+        ]
+        if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
+        if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
+        let content = templates.render(input.kind, locale: input.locale, variables: variables)
+        let message = MailMessage(
+            from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
+            subject: content.subject, text: content.text, html: content.html, messageID: input.messageID, date: input.date)
+        return Composed(
+            content: content, message: message, bytes: try message.encoded(), link: link,
+            envelopeFrom: from.address.value, recipient: input.recipient.value)
+    }
+
+    /// `2026-11-22 07:32 UTC`: the request time shown in sign-in subjects.
+    static func requestTime(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
+    }
+
+    /// `1 hour`, `6 hours`, `3 days`, `15 minutes`.
+    static func describe(_ seconds: TimeInterval) -> String {
+        func plural(_ value: Int, _ unit: String) -> String { "\(value) \(unit)\(value == 1 ? "" : "s")" }
+        if seconds >= 86400, seconds.truncatingRemainder(dividingBy: 86400) == 0 { return plural(Int(seconds / 86400), "day") }
+        if seconds >= 3600 { return plural(Int((seconds / 3600).rounded()), "hour") }
+        return plural(max(1, Int((seconds / 60).rounded())), "minute")
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Content-Transfer-Encodings for UTF-8 bodies; output uses CRLF and lines of at most 76 octets.
+enum BodyEncoding: String {
+    case quotedPrintable = "quoted-printable"
+    case base64
+
+    /// Quoted-printable for mostly-ASCII text, base64 when more than a fifth of the bytes are not ASCII.
+    static func choose(for text: String) -> BodyEncoding {
+        var nonASCII = 0
+        var total = 0
+        for byte in text.utf8 {
+            total += 1
+            if byte >= 0x80 { nonASCII += 1 }
+        }
+        return nonASCII * 5 > total ? .base64 : .quotedPrintable
+    }
+
+    func encode(_ text: String, into out: inout [UInt8]) {
+        switch self {
+        case .quotedPrintable: Self.quotedPrintable(text, into: &out)
+        case .base64: Self.base64(text, into: &out)
+        }
+    }
+
+    private static let hex = Array("0123456789ABCDEF".utf8)
+    private static let crlf: [UInt8] = [13, 10]
+
+    /// RFC 2045 §6.7; line breaks in the input become CRLF, a leading "." is encoded too.
+    static func quotedPrintable(_ text: String, into out: inout [UInt8]) {
+        let bytes = Array(text.utf8)
+        var index = 0
+        var lineLength = 0
+        func emit(_ piece: [UInt8]) {
+            if lineLength + piece.count > 75 {
+                out.append(UInt8(ascii: "="))
+                out.append(contentsOf: crlf)
+                lineLength = 0
+            }
+            out.append(contentsOf: piece)
+            lineLength += piece.count
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 13 || byte == 10 {
+                if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 { index += 1 }
+                out.append(contentsOf: crlf)
+                lineLength = 0
+                index += 1
+                continue
+            }
+            let atLineEnd = index + 1 == bytes.count || bytes[index + 1] == 13 || bytes[index + 1] == 10
+            let literal: Bool
+            switch byte {
+            case UInt8(ascii: "="): literal = false
+            case UInt8(ascii: "."): literal = lineLength != 0
+            case 32, 9: literal = !atLineEnd
+            case 33...126: literal = true
+            default: literal = false
+            }
+            if literal {
+                emit([byte])
+            } else {
+                emit([UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            }
+            index += 1
+        }
+        out.append(contentsOf: crlf)
+    }
+
+    static func base64(_ text: String, into out: inout [UInt8]) {
+        let normalized = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+        let encoded = Array(Data(normalized.utf8).base64EncodedString().utf8)
+        var start = 0
+        while start < encoded.count {
+            let end = min(start + 76, encoded.count)
+            out.append(contentsOf: encoded[start..<end])
+            out.append(contentsOf: crlf)
+            start = end
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import HeraldCore
+import Mustache
+
+/// The email templates on disk, parsed once, rendered per message.
+///
+/// Layout: `templates/layout.html.mustache` and
+/// `templates/<action>/<locale>/{subject,body.html,body.txt}.mustache`.
+/// A locale resolves `pl-PL → pl → default`.
+///
+/// ```swift
+/// let library = try TemplateLibrary(directory: "templates", defaultLocale: try LocaleTag("en"))
+/// let content = try library.render(.verifyEmail, locale: try LocaleTag("pl-PL"), variables: variables)
+/// ```
+public struct TemplateLibrary: Sendable {
+    private let library: MustacheLibrary
+    /// The locales available per action.
+    private let locales: [ActionKind: Set<LocaleTag>]
+    public let defaultLocale: LocaleTag
+
+    static let parts = ["subject", "body.html", "body.txt"]
+
+    /// Loads and parses every template; fails if the default locale lacks any action's templates.
+    public init(directory: String, defaultLocale: LocaleTag) throws {
+        let fileManager = FileManager.default
+        var library = MustacheLibrary()
+        var locales: [ActionKind: Set<LocaleTag>] = [:]
+        let layoutPath = "\(directory)/layout.html.mustache"
+        guard let layout = fileManager.contents(atPath: layoutPath) else {
+            throw HeraldError(.templateError, "missing \(layoutPath)")
+        }
+        try library.register(Self.parse(layout, path: layoutPath), named: "layout")
+        for kind in ActionKind.allCases {
+            let actionDirectory = "\(directory)/\(kind.rawValue)"
+            let entries = (try? fileManager.contentsOfDirectory(atPath: actionDirectory)) ?? []
+            for entry in entries.sorted() {
+                guard let locale = try? LocaleTag(entry) else { continue }
+                for part in Self.parts {
+                    let path = "\(actionDirectory)/\(entry)/\(part).mustache"
+                    guard let data = fileManager.contents(atPath: path) else {
+                        throw HeraldError(.templateError, "missing \(path)")
+                    }
+                    library.register(try Self.parse(data, path: path), named: Self.name(kind, locale, part))
+                }
+                locales[kind, default: []].insert(locale)
+            }
+            guard locales[kind, default: []].contains(defaultLocale) else {
+                throw HeraldError(.templateError, "no \(kind.rawValue) templates for the default locale \(defaultLocale) in \(actionDirectory)")
+            }
+        }
+        self.library = library
+        self.locales = locales
+        self.defaultLocale = defaultLocale
+    }
+
+    /// The locale whose templates serve a request for `requested`.
+    public func resolve(_ kind: ActionKind, _ requested: LocaleTag) -> LocaleTag {
+        let available = locales[kind, default: []]
+        return requested.fallbackChain(to: defaultLocale).first(where: available.contains) ?? defaultLocale
+    }
+
+    /// Renders subject, HTML and text bodies. `variables` holds strings (and numbers) only.
+    public func render(_ kind: ActionKind, locale requested: LocaleTag, variables: [String: String]) -> RenderedContent {
+        let locale = resolve(kind, requested)
+        var context: [String: Any] = variables
+        context["locale"] = locale.value
+        context["direction"] = locale.isRightToLeft ? "rtl" : "ltr"
+        let rawSubject = library.render(context, withTemplate: Self.name(kind, locale, "subject")) ?? ""
+        let subject = rawSubject.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
+        context["subject"] = subject
+        let html = library.render(context, withTemplate: Self.name(kind, locale, "body.html")) ?? ""
+        let text = library.render(context, withTemplate: Self.name(kind, locale, "body.txt")) ?? ""
+        return RenderedContent(locale: locale, subject: subject, html: html, text: Self.trimLeadingBlankLines(text))
+    }
+
+    private static func name(_ kind: ActionKind, _ locale: LocaleTag, _ part: String) -> String {
+        "\(kind.rawValue)/\(locale.value)/\(part)"
+    }
+
+    private static func parse(_ data: Data, path: String) throws -> MustacheTemplate {
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw HeraldError(.templateError, "\(path) is not valid UTF-8")
+        }
+        do {
+            return try MustacheTemplate(string: text)
+        } catch {
+            throw HeraldError(.templateError, "\(path): \(error)")
+        }
+    }
+
+    /// The TEXT pragma line leaves a leading newline behind; drop it.
+    private static func trimLeadingBlankLines(_ text: String) -> String {
+        String(text.drop(while: \.isNewline))
+    }
+}
+
+/// One message's rendered parts.
+public struct RenderedContent: Sendable, Hashable {
+    /// The locale whose templates were used after fallback.
+    public let locale: LocaleTag
+    public let subject: String
+    public let html: String
+    public let text: String
+}

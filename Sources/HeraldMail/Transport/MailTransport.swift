@@ -1,0 +1,36 @@
+/// Sends encoded messages; one instance is one connection, used by one thread at a time.
+///
+/// `send` blocks for the whole SMTP exchange, so call it from a dedicated thread, never from
+/// Swift's cooperative pool.
+public protocol MailTransport: AnyObject {
+    /// Delivers `message` to `recipients`, reusing the open connection when there is one.
+    func send(from sender: String, to recipients: [String], message: [UInt8]) -> DeliveryResult
+
+    /// How many connections this transport has opened so far.
+    var connectionsOpened: Int { get }
+}
+
+/// What the server said about one message.
+public struct DeliveryResult: Sendable, Hashable {
+    /// How the worker should treat the result.
+    public enum Outcome: String, Sendable {
+        /// Accepted (2xx after DATA).
+        case sent
+        /// Worth retrying: 4xx, connection errors, timeouts, authentication or TLS set-up failures.
+        case transient
+        /// Rejected for good: a 5xx to the message's own MAIL, RCPT or DATA.
+        case permanent
+    }
+
+    public let outcome: Outcome
+    /// The last SMTP reply code, when the server answered.
+    public let replyCode: Int?
+    /// The last SMTP reply line, or libcurl's explanation when the server never answered.
+    public let replyText: String
+
+    public init(outcome: Outcome, replyCode: Int?, replyText: String) {
+        self.outcome = outcome
+        self.replyCode = replyCode
+        self.replyText = replyText
+    }
+}

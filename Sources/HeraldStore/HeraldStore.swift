@@ -1,0 +1,39 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// The SQLite ledger: outbox, hashed action codes and delivery attempts, in WAL mode.
+///
+/// Safe to share between threads and processes; every write is one short IMMEDIATE transaction.
+///
+/// ```swift
+/// let store = try HeraldStore(path: "var/herald.sqlite")
+/// let id = try store.enqueue(request)
+/// ```
+public final class HeraldStore: Sendable {
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    public init(path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try HeraldMigrations.migrator.migrate(pool)
+        } catch let error as DatabaseError {
+            throw HeraldError(.invalidConfiguration, "database \(path): \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    /// Reads inside a snapshot; for ledger queries and tests.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import HeraldCore
+
+/// The rules a claim applies: how many rows, how long the lease, when rows expire or die.
+public struct ClaimPolicy: Sendable {
+    public var limit: Int
+    public var lease: TimeInterval
+    public var maxAttempts: Int
+    /// Queued mail older than this is expired, per action; absent actions never expire in the queue.
+    public var maxQueueWait: [ActionKind: TimeInterval]
+    /// Code lifetime per action, counted from when the email is sent.
+    public var lifetimes: [ActionKind: TimeInterval]
+
+    public init(_ configuration: HeraldConfiguration) {
+        limit = configuration.worker.batchSize
+        lease = configuration.worker.lease
+        maxAttempts = configuration.worker.maxAttempts
+        maxQueueWait = configuration.worker.maxQueueWait
+        lifetimes = configuration.links.lifetime
+    }
+
+    func lifetime(_ kind: ActionKind) -> TimeInterval { lifetimes[kind] ?? 3600 }
+}
+
+/// A row the worker owns until its lease ends, with the code minted for this attempt.
+///
+/// The plaintext code exists only here, in memory, and in the email built from it.
+public struct ClaimedMessage: Sendable {
+    public let message: OutboxMessage
+    public let code: ActionCode
+    let codeID: Int64
+    public let claimedAt: Date
+}

@@ -1,0 +1,28 @@
+/// What one worker run did.
+public struct WorkerSummary: Sendable, CustomStringConvertible {
+    public var sent = 0
+    public var deferred = 0
+    public var failed = 0
+    public var dead = 0
+    public var released = 0
+    /// SMTP connections opened over the run, summed over all threads.
+    public var connections = 0
+    public var seconds = 0.0
+
+    public init() {}
+
+    mutating func add(_ other: WorkerSummary) {
+        sent += other.sent
+        deferred += other.deferred
+        failed += other.failed
+        dead += other.dead
+        released += other.released
+        connections += other.connections
+    }
+
+    public var description: String {
+        let rate = seconds > 0 ? Double(sent) / seconds : 0
+        return "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released); "
+            + "\(connections) SMTP connection(s); \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate)) msg/s)"
+    }
+}

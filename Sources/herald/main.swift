@@ -1,0 +1,3 @@
+import HeraldCLI
+
+await HeraldCommand.runFromCommandLine()
