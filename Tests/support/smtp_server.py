@@ -505,6 +505,9 @@ def read_jsonl(path: Union[str, os.PathLike]) -> list:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    # A parent such as Foundation's Process may start us with SIGTERM/SIGINT blocked;
+    # unblock them so terminating the server always works.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     p = argparse.ArgumentParser(description="Scriptable capture SMTP server for Herald tests.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")

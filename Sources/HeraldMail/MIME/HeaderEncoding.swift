@@ -33,7 +33,7 @@ enum HeaderEncoding {
         var chunk: [UInt8] = []
         for character in value {
             let bytes = Array(String(character).utf8)
-            if chunk.count + bytes.count > 45 {  // 45 bytes → 60 base64 chars + 12 of framing = 72
+            if chunk.count + bytes.count > 39 {  // 39 bytes → 52 base64 chars + 12 of framing; fits after "Subject: "
                 words.append(word(chunk))
                 chunk = []
             }

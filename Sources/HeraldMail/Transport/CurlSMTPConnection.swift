@@ -41,6 +41,9 @@ public final class CurlSMTPConnection: MailTransport {
         try set(CURLOPT_UPLOAD, 1)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000))
         try set(CURLOPT_TIMEOUT_MS, Int(settings.timeout * 1000))
+        // Bounds each wait for a reply, including the QUIT libcurl sends on a stalled connection
+        // at clean-up (the default is 120 s).
+        try set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int(settings.timeout.rounded(.up))))
         if settings.requireStartTLS { try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)) }
         if !settings.username.isEmpty {
             try set(CURLOPT_USERNAME, settings.username)
@@ -75,7 +78,8 @@ public final class CurlSMTPConnection: MailTransport {
         connectionsOpened += connects
         var responseCode = 0
         ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &responseCode)
-        return Self.classify(code: code, responseCode: responseCode, lastReply: exchange.lastReply, error: errorText(code))
+        return Self.classify(
+            code: code, responseCode: responseCode, lastReply: exchange.failureReply ?? exchange.lastReply, error: errorText(code))
     }
 
     /// Maps libcurl's result and the last reply to an outcome.
@@ -131,16 +135,21 @@ public final class CurlSMTPConnection: MailTransport {
 private final class Exchange {
     let message: [UInt8]
     var offset = 0
+    /// The last complete reply line seen.
     var lastReply: String?
+    /// The first 4xx/5xx reply: the one that failed the message (libcurl may QUIT after it).
+    var failureReply: String?
 
     init(message: [UInt8]) { self.message = message }
 
-    /// Keeps the last complete reply line; continuation lines ("250-…") are skipped.
+    /// Records a complete reply line; continuation lines ("250-…") are skipped.
     func receive(_ line: String) {
         let trimmed = line.trimmingCharacters(in: .newlines)
         let bytes = Array(trimmed.utf8)
         guard bytes.count >= 3, bytes[0...2].allSatisfy({ (48...57).contains($0) }) else { return }
-        if bytes.count == 3 || bytes[3] == UInt8(ascii: " ") { lastReply = trimmed }
+        guard bytes.count == 3 || bytes[3] == UInt8(ascii: " ") else { return }
+        lastReply = trimmed
+        if failureReply == nil, bytes[0] == UInt8(ascii: "4") || bytes[0] == UInt8(ascii: "5") { failureReply = trimmed }
     }
 }
 

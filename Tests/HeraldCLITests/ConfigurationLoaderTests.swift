@@ -1,0 +1,98 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldCLI
+
+@Suite struct ConfigurationLoaderTests {
+    func load(_ yaml: String, environment: [String: String] = [:]) async throws -> HeraldConfiguration {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(UUID().uuidString).yaml").path
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try await ConfigurationLoader.load(path: path, environment: environment)
+    }
+
+    func problem(_ yaml: String, environment: [String: String] = [:]) async -> String? {
+        do {
+            _ = try await load(yaml, environment: environment)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func shippedConfigLoadsAsIs() async throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("config/herald.yaml").path
+        let configuration = try await ConfigurationLoader.load(path: path, environment: [:])
+        #expect(configuration.smtp.url.hasPrefix("smtp://127.0.0.1:"))
+        #expect(configuration.links.lifetime[.signIn] == 21_600)
+    }
+
+    @Test func readsEveryKindOfValue() async throws {
+        let configuration = try await load(
+            """
+            project: {id: acme, apiKey: k, appName: Acme}
+            links:
+              authorizedDomains: [acme.example, localhost]
+              defaultLocale: pl
+              lifetime: {signIn: 30m, resetPassword: 2h}
+            smtp: {url: "smtps://mail.acme.example:465", requireStartTLS: true, connections: 4, timeout: 20s}
+            worker: {maxAttempts: 5, backoffBase: 10s, maxQueueWait: {signIn: 5m}}
+            """)
+        #expect(configuration.links.actionURL == "https://acme.firebaseapp.com/__/auth/action")
+        #expect(configuration.links.authorizedDomains == ["acme.example", "localhost"])
+        #expect(configuration.links.defaultLocale.value == "pl")
+        #expect(configuration.links.lifetime[.signIn] == 1800)
+        #expect(configuration.links.lifetime[.verifyEmail] == 259_200)
+        #expect(configuration.smtp.requireStartTLS)
+        #expect(configuration.smtp.connections == 4)
+        #expect(configuration.smtp.timeout == 20)
+        #expect(configuration.worker.maxAttempts == 5)
+        #expect(configuration.worker.maxQueueWait[.signIn] == 300)
+    }
+
+    @Test func environmentOverridesTheFile() async throws {
+        let configuration = try await load(
+            "smtp: {password: from-file, url: 'smtp://a:25'}\nworker: {maxAttempts: 3}",
+            environment: ["HERALD_SMTP_PASSWORD": "from-env", "HERALD_WORKER_MAX_ATTEMPTS": "9", "HERALD_LINKS_LIFETIME_SIGN_IN": "1h"])
+        #expect(configuration.smtp.password == "from-env")
+        #expect(configuration.worker.maxAttempts == 9)
+        #expect(configuration.links.lifetime[.signIn] == 3600)
+    }
+
+    @Test func invalidValuesNameTheirKey() async {
+        let cases: [(String, String)] = [
+            ("smtp: {url: 'http://mail.example'}", "smtp.url"),
+            ("smtp: {connections: many}", "smtp.connections"),
+            ("smtp: {requireStartTLS: maybe}", "smtp.requireStartTLS"),
+            ("smtp: {from: 'not an address'}", "smtp.from"),
+            ("links: {lifetime: {signIn: soon}}", "links.lifetime.signIn"),
+            ("links: {authorizedDomains: ['bad domain']}", "links.authorizedDomains"),
+            ("links: {defaultLocale: '???'}", "links.defaultLocale"),
+            ("worker: {backoffBase: 10m, backoffCap: 1m}", "worker.backoffCap"),
+            ("worker: {maxAttempts: 0}", "worker.maxAttempts"),
+            ("smtp: {url: [a, b]}", "smtp.url"),
+        ]
+        for (yaml, key) in cases {
+            let message = await problem(yaml)
+            #expect(message?.hasPrefix("INVALID_CONFIGURATION : \(key):") == true, "\(yaml) → \(message ?? "accepted")")
+            #expect(message?.contains("\n") == false)
+        }
+    }
+
+    @Test func missingFileIsAClearError() async {
+        let message = await {
+            do {
+                _ = try await ConfigurationLoader.load(path: "/nonexistent/herald.yaml", environment: [:])
+                return nil
+            } catch { return "\(error)" }
+        }() as String?
+        #expect(message?.contains("/nonexistent/herald.yaml") == true)
+    }
+
+    @Test func passwordNeverAppearsInErrors() async {
+        let message = await problem("smtp: {password: hunter2, connections: lots}")
+        #expect(message?.contains("hunter2") == false)
+    }
+}

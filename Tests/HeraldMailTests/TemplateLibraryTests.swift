@@ -1,0 +1,73 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldMail
+
+@Suite struct TemplateLibraryTests {
+    let library: TemplateLibrary
+    static let locales = ["en", "de", "pl", "id", "fa"]
+
+    init() throws {
+        library = try TemplateLibrary(
+            directory: CaptureSMTPServer.repositoryRoot.appendingPathComponent("templates").path, defaultLocale: LocaleTag("en"))
+    }
+
+    func variables(_ extra: [String: String] = [:]) -> [String: String] {
+        [
+            "link": "https://demo.firebaseapp.com/__/auth/action?apiKey=k&mode=signIn&oobCode=CODE&lang=en",
+            "email": "ada@example.com", "newEmail": "new@example.com", "displayName": "Ada", "appName": "Herald Test",
+            "expiresIn": "6 hours", "expiresInHours": "6", "requestedAt": "2026-11-22 07:32 UTC",
+        ].merging(extra) { _, new in new }
+    }
+
+    @Test(arguments: ActionKind.allCases)
+    func everyLocaleRendersTheLinkInBothBodies(_ kind: ActionKind) throws {
+        for locale in Self.locales {
+            let content = library.render(kind, locale: try LocaleTag(locale), variables: variables())
+            #expect(content.locale.value == locale)
+            #expect(!content.subject.isEmpty && !content.subject.contains("\n"), "\(kind) \(locale) subject")
+            #expect(content.text.contains("oobCode=CODE&lang=en"), "\(kind) \(locale) text link")
+            #expect(content.html.contains("oobCode=CODE&amp;lang=en"), "\(kind) \(locale) html link")
+            #expect(content.html.contains("<html"), "\(kind) \(locale) layout")
+            #expect(content.html.contains("Herald Test"))
+            #expect(!content.text.contains("{{") && !content.html.contains("{{") && !content.subject.contains("{{"))
+        }
+    }
+
+    @Test func signInSubjectsCarryTheRequestTime() throws {
+        for locale in Self.locales {
+            let content = library.render(.signIn, locale: try LocaleTag(locale), variables: variables())
+            #expect(content.subject.contains("2026-11-22 07:32"), "\(locale): \(content.subject)")
+        }
+    }
+
+    @Test func localeFallsBackToLanguageThenDefault() throws {
+        #expect(library.resolve(.verifyEmail, try LocaleTag("pl-PL")).value == "pl")
+        #expect(library.resolve(.verifyEmail, try LocaleTag("ja")).value == "en")
+        let polish = library.render(.verifyEmail, locale: try LocaleTag("pl-PL"), variables: variables())
+        #expect(polish.html.contains("lang=\"pl\""))
+    }
+
+    @Test func persianLayoutIsRightToLeft() throws {
+        let content = library.render(.resetPassword, locale: try LocaleTag("fa"), variables: variables())
+        #expect(content.html.contains("dir=\"rtl\""))
+        #expect(content.subject.unicodeScalars.contains { (0x0600...0x06FF).contains($0.value) })
+    }
+
+    @Test func htmlEscapesVariablesAndTextKeepsThemRaw() throws {
+        let content = library.render(.verifyEmail, locale: try LocaleTag("en"), variables: variables(["displayName": "<b>Eve & Co</b>"]))
+        #expect(content.html.contains("&lt;b&gt;Eve &amp; Co&lt;/b&gt;"))
+        #expect(!content.html.contains("<b>Eve"))
+        #expect(content.text.contains("<b>Eve & Co</b>"))
+    }
+
+    @Test func missingDefaultLocaleIsAStartupError() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-templates-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "{{$content}}{{/content}}".write(to: directory.appendingPathComponent("layout.html.mustache"), atomically: true, encoding: .utf8)
+        let error = #expect(throws: HeraldError.self) { try TemplateLibrary(directory: directory.path, defaultLocale: LocaleTag("en")) }
+        #expect(error?.code == .templateError)
+    }
+}

@@ -1,0 +1,295 @@
+"""Plain helpers for the Herald integration suite (fixtures live in conftest.py).
+
+Test modules import these directly (`from helpers import ...`); pytest puts this
+directory on sys.path because it has no __init__.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import html.parser
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Callable, Optional
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SUPPORT_DIR = REPO_ROOT / "Tests" / "support"
+if str(SUPPORT_DIR) not in sys.path:
+    sys.path.insert(0, str(SUPPORT_DIR))
+
+from smtp_server import CaptureServer  # noqa: E402  (re-exported for tests)
+from make_cert import make_cert  # noqa: E402
+
+# --------------------------------------------------------------------------- config
+DEFAULT_CONFIG: dict = {
+    "project": {"id": "herald-demo", "apiKey": "demo-api-key", "appName": "Herald Demo"},
+    "links": {
+        "actionUrl": "https://herald-demo.firebaseapp.com/__/auth/action",
+        "authorizedDomains": ["localhost", "herald-demo.firebaseapp.com", "app.example.com"],
+        "defaultLocale": "en",
+        "lifetime": {
+            "signIn": "6h",
+            "verifyEmail": "72h",
+            "resetPassword": "1h",
+            "verifyAndChangeEmail": "72h",
+        },
+    },
+    "smtp": {
+        "url": "smtp://127.0.0.1:2525",
+        "requireStartTLS": False,
+        "username": "",
+        "password": "",
+        "caFile": "",
+        "insecure": False,
+        "from": "Herald Demo <noreply@herald-demo.example>",
+        "replyTo": "",
+        "connectTimeout": "10s",
+        "timeout": "60s",
+        "connections": 1,
+    },
+    "database": {"path": "var/herald.sqlite"},
+    "worker": {
+        "batchSize": 50,
+        "maxAttempts": 8,
+        "backoffBase": "30s",
+        "backoffCap": "1h",
+        "lease": "5m",
+        "pollInterval": "1s",
+        "maxQueueWait": {"signIn": "15m", "resetPassword": "15m"},
+    },
+}
+
+ACTION_URL = DEFAULT_CONFIG["links"]["actionUrl"]
+API_KEY = DEFAULT_CONFIG["project"]["apiKey"]
+FROM_ADDRESS = "noreply@herald-demo.example"
+MODES = {
+    "sign-in": "signIn",
+    "verify-email": "verifyEmail",
+    "reset-password": "resetPassword",
+    "verify-and-change-email": "verifyAndChangeEmail",
+}
+OOB_CODE_RE = re.compile(r"^[A-Za-z0-9_-]{43,}$")
+DB_NAME = "herald.sqlite"
+
+
+def deep_merge(base: dict, overrides: dict) -> dict:
+    """Return a copy of `base` with `overrides` merged in recursively (dicts
+    merge, everything else - lists included - replaces)."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def db_path(tmp_path: Path) -> Path:
+    return Path(tmp_path) / DB_NAME
+
+
+def write_config(tmp_path: Path, server: Optional[CaptureServer] = None, *,
+                 name: str = "herald.yaml", **overrides: Any) -> Path:
+    """Write tmp_path/<name> from DEFAULT_CONFIG with database.path in tmp_path,
+    smtp.url pointing at `server` (if given), then `overrides` deep-merged, e.g.
+    ``write_config(tmp_path, server, worker={"maxAttempts": 1})``."""
+    tmp_path = Path(tmp_path)
+    config = deep_merge(DEFAULT_CONFIG, {"database": {"path": str(db_path(tmp_path))}})
+    if server is not None:
+        config["smtp"]["url"] = f"smtp://127.0.0.1:{server.port}"
+    config = deep_merge(config, overrides)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- polling
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------- running herald
+def herald_env(extra: Optional[dict] = None) -> dict:
+    """The environment for herald: ours minus any HERALD_* leaking in, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
+    env.update(extra or {})
+    return env
+
+
+def error_lines(stderr: str) -> list:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess, *needles: str) -> str:
+    """The contract for rejected input: non-zero exit, exactly one stderr line,
+    starting with 'error: ' and containing every needle."""
+    assert result.returncode != 0, f"expected failure, got exit 0; stdout={result.stdout!r}"
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1, f"expected exactly one stderr line, got {len(lines)}:\n{result.stderr}"
+    line = lines[0]
+    assert line.startswith("error: "), f"stderr line must start with 'error: ': {line!r}"
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+# --------------------------------------------------------------------------- database
+def query(db: Path, sql: str, params: tuple = ()) -> list:
+    """Run a read-only query against a snapshot copy of the database (so the
+    test never takes a lock on, or checkpoints, the file under test). Returns
+    a list of dicts; an absent database yields []."""
+    db = Path(db)
+    if not db.exists():
+        return []
+    with tempfile.TemporaryDirectory() as snap:
+        copy_path = Path(snap) / db.name
+        shutil.copyfile(db, copy_path)
+        wal = db.with_name(db.name + "-wal")
+        if wal.exists():
+            shutil.copyfile(wal, copy_path.with_name(copy_path.name + "-wal"))
+        with closing(sqlite3.connect(copy_path)) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(row) for row in conn.execute(sql, params)]
+
+
+def table_exists(db: Path, table: str) -> bool:
+    return bool(query(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)))
+
+
+def row_count(db: Path, table: str) -> int:
+    """Rows in `table`; 0 when the database or the table does not exist."""
+    if not table_exists(db, table):
+        return 0
+    return query(db, f"SELECT count(*) AS n FROM {table}")[0]["n"]
+
+
+def delivery_attempts(db: Path, outbox_id: int) -> list:
+    return query(
+        db,
+        "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY attempt",
+        (outbox_id,),
+    )
+
+
+def database_files(db: Path) -> list:
+    """The database file and any companion files SQLite may keep next to it."""
+    db = Path(db)
+    return [p for p in (db, *(db.with_name(db.name + s) for s in ("-wal", "-shm", "-journal"))) if p.exists()]
+
+
+# --------------------------------------------------------------------------- messages
+class _LinkCollector(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hrefs: list = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            for name, value in attrs:
+                if name == "href" and value:
+                    self.hrefs.append(value)  # attribute values arrive unescaped
+
+
+_URL_RE = re.compile(r"https?://[^\s<>\"')\]]+")
+
+
+def text_part(message) -> str:
+    part = message.get_body(preferencelist=("plain",))
+    assert part is not None, "no text/plain part"
+    return part.get_content()
+
+
+def html_part(message) -> str:
+    part = message.get_body(preferencelist=("html",))
+    assert part is not None, "no text/html part"
+    return part.get_content()
+
+
+def _is_action_link(url: str) -> bool:
+    query_ = parse_qs(urlsplit(url).query)
+    return "oobCode" in query_ or "link" in query_
+
+
+def text_links(message) -> list:
+    return [u for u in _URL_RE.findall(text_part(message)) if _is_action_link(u)]
+
+
+def html_links(message) -> list:
+    collector = _LinkCollector()
+    collector.feed(html_part(message))
+    return [u for u in collector.hrefs if _is_action_link(u)]
+
+
+def action_link(message) -> str:
+    """The one action link of a message, checked to be the same in both parts."""
+    texts, htmls = text_links(message), html_links(message)
+    assert texts, "no action link in the text/plain part"
+    assert htmls, "no action link (<a href>) in the text/html part"
+    assert set(texts) == set(htmls), f"text and html links differ:\n{texts}\n{htmls}"
+    assert len(set(texts)) == 1, f"more than one distinct action link: {texts}"
+    return texts[0]
+
+
+def parse_link(url: str) -> dict:
+    """Split an action link into {'base', 'params', 'wrapper'}; a
+    https://D/__/auth/links?link=... wrapper is unwrapped, with wrapper =
+    {'host': D, 'params': ...}. Every query parameter must occur once."""
+    parts = urlsplit(url)
+    params = parse_qs(parts.query, keep_blank_values=True, strict_parsing=True)
+    duplicated = [k for k, v in params.items() if len(v) != 1]
+    assert not duplicated, f"repeated query parameters {duplicated} in {url}"
+    flat = {k: v[0] for k, v in params.items()}
+    if parts.path == "/__/auth/links" and "link" in flat:
+        inner = parse_link(flat["link"])
+        inner["wrapper"] = {"scheme": parts.scheme, "host": parts.netloc, "params": flat}
+        return inner
+    return {
+        "base": f"{parts.scheme}://{parts.netloc}{parts.path}",
+        "params": flat,
+        "wrapper": None,
+    }
+
+
+def raw_header(raw: bytes, name: str) -> bytes:
+    """The raw (still folded, still encoded) value of header `name`."""
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    lines = head.split(b"\r\n")
+    prefix = name.lower().encode("ascii") + b":"
+    for i, line in enumerate(lines):
+        if line.lower().startswith(prefix):
+            value = [line[len(prefix):]]
+            for cont in lines[i + 1:]:
+                if cont[:1] in (b" ", b"\t"):
+                    value.append(cont)
+                else:
+                    break
+            return b"\r\n".join(value)
+    raise AssertionError(f"no {name} header")
+
+
+def by_recipient(messages: list) -> dict:
+    """{recipient: [captured message, ...]} over the envelope recipients."""
+    out: dict = {}
+    for m in messages:
+        for rcpt in m["rcpt_tos"]:
+            out.setdefault(rcpt.lower(), []).append(m)
+    return out

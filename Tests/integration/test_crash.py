@@ -1,0 +1,60 @@
+"""Worker crashes and shutdowns: leases bring rows back, nothing is lost."""
+
+from __future__ import annotations
+
+import signal
+
+from helpers import by_recipient, wait_until, write_config
+
+
+def queue_many(herald, config, count: int, prefix: str) -> dict:
+    return {f"{prefix}{i:02d}@x.test": herald.send("verify-email", f"{prefix}{i:02d}@x.test", config=config)
+            for i in range(count)}
+
+
+def test_sigkill_mid_batch_loses_nothing(herald, start_capture, tmp_path):
+    capture = start_capture(delay=0.05)
+    config = write_config(tmp_path, capture, smtp={"connections": 2}, worker={"lease": "2s"})
+    recipients = queue_many(herald, config, 40, "crash")
+
+    worker = herald.start("worker", config=config, name="worker")
+    wait_until(lambda: capture.received_count >= 5 or worker.proc.poll() is not None,
+               timeout=60, what="5 messages received")
+    assert worker.proc.poll() is None, f"worker exited early:\n{worker.stderr()}"
+    worker.proc.send_signal(signal.SIGKILL)
+    worker.wait(timeout=10)
+
+    herald.worker_until_empty(config, timeout=120)  # waits for the 2 s leases to lapse
+
+    received = by_recipient(capture.messages())
+    missing = sorted(set(recipients) - set(received))
+    assert not missing, f"never delivered: {missing}"
+    duplicated = sorted(r for r, msgs in received.items() if len(msgs) > 1)
+    assert len(duplicated) <= 2, f"more duplicates than in-flight sends (2 connections): {duplicated}"
+    states = {m["recipient"]: m["state"] for m in herald.messages(config)}
+    assert states == {r: "sent" for r in recipients}
+
+
+def test_sigterm_finishes_in_flight_sends_and_exits_0(herald, start_capture, tmp_path):
+    capture = start_capture(delay=0.3)
+    config = write_config(tmp_path, capture, worker={"lease": "2s"})
+    recipients = queue_many(herald, config, 10, "term")
+
+    worker = herald.start("worker", config=config, name="worker")
+    wait_until(lambda: capture.received_count >= 2 or worker.proc.poll() is not None,
+               timeout=60, what="2 messages received")
+    assert worker.proc.poll() is None, f"worker exited early:\n{worker.stderr()}"
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0, worker.stderr()
+
+    # Everything the server accepted before the shutdown is recorded as sent.
+    delivered = set(by_recipient(capture.messages()))
+    sent = {m["recipient"] for m in herald.messages(config, state="sent")}
+    assert sent == delivered
+    assert len(delivered) < len(recipients), "the worker stopped before draining the queue"
+
+    herald.worker_until_empty(config, timeout=120)
+    received = by_recipient(capture.messages())
+    assert sorted(received) == sorted(recipients)
+    assert all(len(msgs) == 1 for msgs in received.values()), "a graceful stop never duplicates"
+    assert {m["state"] for m in herald.messages(config)} == {"sent"}

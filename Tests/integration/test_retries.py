@@ -1,0 +1,126 @@
+"""Failure handling: retry, permanent failure, dead letters, timeouts, queue expiry."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from helpers import delivery_attempts, write_config
+
+FAST_RETRY = {"backoffBase": "1s", "backoffCap": "2s"}
+CONTINUE = "https://app.example.com/finish"
+
+
+@pytest.mark.parametrize(
+    "script, first_code, first_text",
+    [
+        ("1:451:4.3.0 Try again", 451, "Try again"),
+        ("1:drop", None, None),  # connection closed before the reply to DATA
+    ],
+    ids=["451", "dropped-connection"],
+)
+def test_transient_failure_is_retried_then_sent(herald, start_capture, tmp_path, db,
+                                                script, first_code, first_text):
+    capture = start_capture(script=[script])
+    config = write_config(tmp_path, capture, worker=FAST_RETRY)
+    outbox_id = herald.send("verify-email", "retry@x.test", config=config)
+    herald.worker_until_empty(config)
+
+    row = herald.message(config, outbox_id)
+    assert row["state"] == "sent"
+    assert row["attempts"] == 2
+    assert row["lastReplyCode"] == 250
+    attempts = delivery_attempts(db, outbox_id)
+    assert [(a["attempt"], a["outcome"], a["reply_code"]) for a in attempts] == [
+        (1, "deferred", first_code),
+        (2, "sent", 250),
+    ]
+    if first_text:
+        assert first_text in attempts[0]["reply_text"]
+    assert all(a["started_at"] and a["finished_at"] for a in attempts)
+    assert len(capture.messages()) == 1, "delivered exactly once"
+
+
+def test_permanent_failure_is_not_retried(herald, start_capture, tmp_path, db):
+    capture = start_capture(script=["*:550:5.1.1 No such user"])
+    config = write_config(tmp_path, capture, worker=FAST_RETRY)
+    outbox_id = herald.send("verify-email", "nobody@x.test", config=config)
+    herald.worker_until_empty(config)  # exit 0 is checked
+
+    row = herald.message(config, outbox_id)
+    assert row["state"] == "failed"
+    assert row["attempts"] == 1
+    assert row["lastReplyCode"] == 550
+    assert "No such user" in row["lastReply"]
+    assert row["sentAt"] is None
+    [attempt] = delivery_attempts(db, outbox_id)
+    assert attempt["reply_code"] == 550
+    assert capture.data_commands == 1
+    assert capture.messages() == []
+
+
+def test_exhausted_attempts_end_dead(herald, start_capture, tmp_path, db):
+    capture = start_capture(script=["*:451:4.3.0 Try again later"])
+    config = write_config(tmp_path, capture, worker={**FAST_RETRY, "maxAttempts": 2})
+    outbox_id = herald.send("verify-email", "unlucky@x.test", config=config)
+    herald.worker_until_empty(config)
+
+    row = herald.message(config, outbox_id)
+    assert row["state"] == "dead"
+    assert row["attempts"] == 2
+    assert row["lastReplyCode"] == 451
+    assert [a["reply_code"] for a in delivery_attempts(db, outbox_id)] == [451, 451]
+    assert capture.data_commands == 2
+    assert capture.messages() == []
+
+
+@pytest.mark.parametrize("failure", ["greeting-421", "dropped-connection", "connection-refused"])
+def test_connection_level_failure_is_transient(herald, start_capture, tmp_path, failure):
+    if failure == "greeting-421":
+        capture = start_capture(script=["greeting=421"])
+    elif failure == "dropped-connection":
+        capture = start_capture(script=["*:drop"])
+    else:
+        capture = start_capture()
+        capture.stop()  # nothing listens on that port any more
+    config = write_config(tmp_path, capture, worker={**FAST_RETRY, "maxAttempts": 1})
+    outbox_id = herald.send("verify-email", "flaky@x.test", config=config)
+    herald.worker_until_empty(config)
+
+    row = herald.message(config, outbox_id)
+    # transient (deferred) failures become dead, not failed, once attempts run out
+    assert row["state"] == "dead"
+    assert row["attempts"] == 1
+    assert capture.messages() == []
+
+
+def test_stalled_server_times_out(herald, start_capture, tmp_path, db):
+    """The server never answers DATA: smtp.timeout must bound the whole
+    attempt (including any QUIT on the dead connection)."""
+    capture = start_capture(script=["*:stall"])
+    config = write_config(tmp_path, capture, smtp={"timeout": "2s"}, worker={**FAST_RETRY, "maxAttempts": 1})
+    outbox_id = herald.send("verify-email", "slow@x.test", config=config)
+    started = time.monotonic()
+    herald.worker_until_empty(config, timeout=60)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 30, f"worker needed {elapsed:.1f}s with smtp.timeout 2s"
+    row = herald.message(config, outbox_id)
+    assert row["state"] == "dead"
+    assert row["attempts"] == 1
+    [attempt] = delivery_attempts(db, outbox_id)
+    assert attempt["reply_code"] is None
+    assert capture.messages() == []
+
+
+def test_stale_sign_in_expires_but_verify_mail_does_not(herald, capture, tmp_path):
+    config = write_config(tmp_path, capture, worker={"maxQueueWait": {"signIn": "1s"}})
+    sign_in = herald.send("sign-in", "late@x.test", "--continue-url", CONTINUE, config=config)
+    verify = herald.send("verify-email", "patient@x.test", config=config)
+    time.sleep(2)  # let the sign-in outlive maxQueueWait.signIn before any worker runs
+    herald.worker_until_empty(config)
+
+    assert herald.message(config, sign_in)["state"] == "expired"
+    assert herald.message(config, verify)["state"] == "sent"
+    assert [m["rcpt_tos"] for m in capture.messages()] == [["patient@x.test"]]
