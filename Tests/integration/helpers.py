@@ -105,7 +105,8 @@ def write_config(tmp_path: Path, server: Optional[CaptureServer] = None, *,
     smtp.url pointing at `server` (if given), then `overrides` deep-merged, e.g.
     ``write_config(tmp_path, server, worker={"maxAttempts": 1})``."""
     tmp_path = Path(tmp_path)
-    config = deep_merge(DEFAULT_CONFIG, {"database": {"path": str(db_path(tmp_path))}})
+    config = deep_merge(DEFAULT_CONFIG, {"database": {"path": str(db_path(tmp_path))},
+                                         "templates": {"directory": str(REPO_ROOT / "templates")}})
     if server is not None:
         config["smtp"]["url"] = f"smtp://127.0.0.1:{server.port}"
     config = deep_merge(config, overrides)

@@ -66,7 +66,9 @@ def test_each_action_is_delivered_end_to_end(herald, capture, tmp_path):
     assert len(codes) == len(ACTIONS), "every message carries its own code"
 
     change = listed[ids["new@x.test"]]
-    assert change["recipient"] == "old@x.test"
+    # `recipient` is where the mail went; `email` is the account's current address.
+    assert change["recipient"] == "new@x.test"
+    assert change["email"] == "old@x.test"
     assert change["newEmail"] == "new@x.test"
     assert change["action"] == "verify-and-change-email"
 

@@ -50,7 +50,7 @@ def test_header_injection_is_rejected(herald, capture, migrated, db, args):
     [
         (["verify-email", "not-an-address"], "INVALID_EMAIL"),
         (["verify-email", "user@"], "INVALID_EMAIL"),
-        (["verify-and-change-email", "a@x.test", "--new-email", "nope"], "INVALID_EMAIL"),
+        (["verify-and-change-email", "a@x.test", "--new-email", "nope"], "INVALID_NEW_EMAIL"),
         (["delete-account", "a@x.test"], None),
         (["verify-email", "a@x.test", "--continue-url", "https://evil.example/"], "UNAUTHORIZED_DOMAIN"),
         (["verify-email", "a@x.test", "--continue-url", "https://app.example.com@evil.example/"],
@@ -58,13 +58,15 @@ def test_header_injection_is_rejected(herald, capture, migrated, db, args):
         (["verify-email", "a@x.test", "--continue-url", "https://app.example.com.evil.example/"],
          "UNAUTHORIZED_DOMAIN"),
         (["sign-in", "a@x.test"], "MISSING_CONTINUE_URI"),
-        (["verify-and-change-email", "a@x.test"], None),
-        (["sign-in", "a@x.test", "--continue-url", OK, "--link-domain", "herald-demo.page.link"], None),
+        (["verify-and-change-email", "a@x.test"], "MISSING_NEW_EMAIL"),
+        (["sign-in", "a@x.test", "--continue-url", OK, "--link-domain", "herald-demo.page.link"], "INVALID_HOSTING_LINK_DOMAIN"),
+        (["sign-in", "a@x.test", "--continue-url", OK, "--dynamic-link-domain", "herald.page.link"],
+         "INVALID_DYNAMIC_LINK_DOMAIN"),
     ],
     ids=[
         "no-at-sign", "no-domain", "invalid-new-email", "unknown-action", "unauthorized-continue-url",
         "userinfo-trick", "suffix-trick", "sign-in-without-continue-url", "change-without-new-email",
-        "dynamic-link-domain",
+        "unauthorized-link-domain", "dynamic-link-domain",
     ],
 )
 def test_bad_input_writes_nothing(herald, capture, migrated, db, args, code):

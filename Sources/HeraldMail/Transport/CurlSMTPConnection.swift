@@ -102,8 +102,11 @@ public final class CurlSMTPConnection: MailTransport {
         if let replyCode, (500..<600).contains(replyCode), ![530, 534, 535, 538].contains(replyCode) {
             return DeliveryResult(outcome: .permanent, replyCode: replyCode, replyText: text)
         }
-        let reason = (replyCode.map { (400..<600).contains($0) } ?? false) ? text : "\(error) (last reply: \(lastReply ?? "none"))"
-        return DeliveryResult(outcome: .transient, replyCode: replyCode, replyText: reason)
+        if let replyCode, (400..<600).contains(replyCode) {
+            return DeliveryResult(outcome: .transient, replyCode: replyCode, replyText: text)
+        }
+        // A network failure: no reply answered the message (an intermediate 354 is not an answer).
+        return DeliveryResult(outcome: .transient, replyCode: nil, replyText: "\(error) (last reply: \(lastReply ?? "none"))")
     }
 
     private func errorText(_ code: CURLcode) -> String {
