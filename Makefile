@@ -1,0 +1,39 @@
+# Herald: the two set-up commands are `make demo` and `make test`.
+SHELL := /bin/bash
+SWIFT ?= swift
+PYTHON ?= python3
+BENCH_N ?= 20000
+
+.PHONY: demo test deps build bench format lint clean
+
+## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server).
+demo: deps build
+	scripts/demo.sh
+
+## Install what is needed, build, and run the Swift and the end-to-end Python tests.
+test: deps build
+	$(SWIFT) test --skip-build
+	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration
+
+## Debian packages (libcurl4-openssl-dev, …) and Python test tools, installed only when missing.
+deps:
+	scripts/install-deps.sh
+
+## One debug build serves tests and the CLI (`--build-tests` recompiles everything otherwise).
+build:
+	$(SWIFT) build --build-tests
+
+## Throughput against Postfix's smtp-sink, beside smtp-source; not a test.
+bench:
+	scripts/install-deps.sh bench
+	$(SWIFT) build -c release --product herald
+	$(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
+
+lint:
+	$(SWIFT) format lint --recursive Sources Tests Package.swift
+
+clean:
+	rm -rf .build var

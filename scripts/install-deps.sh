@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what Herald needs to build, test, demo or benchmark on Debian: system packages
+# (only those missing) and the Python test tools. Usage: scripts/install-deps.sh [bench]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates)
+if [ "${1:-}" = "bench" ]; then packages+=(postfix); fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  # postfix asks where mail goes; Herald only needs its smtp-sink and smtp-source tools.
+  echo "postfix postfix/main_mailer_type select No configuration" | $SUDO debconf-set-selections
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r Tests/requirements.txt
