@@ -59,7 +59,8 @@ def run_measured(argv: list[str], env: dict | None = None, timeout: float = 600)
 def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[float, int]:
     """Runs argv and returns (wall seconds, peak RSS KiB) using wait4 on that child alone."""
     started = time.monotonic()
-    process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker must never block on stderr
+    process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
     deadline = started + timeout
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -72,7 +73,8 @@ def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[floa
     elapsed = time.monotonic() - started
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        sys.exit(f"bench: {' '.join(argv)} exited {code}: {process.stderr.read().decode(errors='replace')[-2000:]}")
+        log.seek(0)
+        sys.exit(f"bench: {' '.join(argv)} exited {code}: {log.read().decode(errors='replace')[-2000:]}")
     return elapsed, usage.ru_maxrss
 
 

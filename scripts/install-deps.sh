@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates)
+command -v python3 >/dev/null || packages+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(postfix); fi
 
 missing=()
@@ -21,4 +23,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r Tests/requirements.txt
+pip_install=(python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r Tests/requirements.txt)
+# Debian's own python3 is "externally managed" (PEP 668); the test tools then go in beside it.
+"${pip_install[@]}" 2>/dev/null || "${pip_install[@]}" --break-system-packages

@@ -32,6 +32,24 @@ public final class HeraldStore: Sendable {
         }
     }
 
+    /// Writes in one IMMEDIATE transaction whose commit is fsynced (`synchronous = FULL`).
+    ///
+    /// The ledger otherwise runs WAL with `synchronous = NORMAL`: a commit survives a process crash
+    /// but may be lost on power failure. Acknowledged requests must survive both, so enqueueing
+    /// uses this; worker bookkeeping does not need to (a lost record means a resend, never a loss).
+    func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
     /// Reads inside a snapshot; for ledger queries and tests.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.read(body)

@@ -70,50 +70,99 @@ public struct Worker: Sendable {
         return summary
     }
 
-    /// One connection's loop; runs on its own thread.
+    /// A claimed row with its message built (or the reason it could not be built).
+    struct Prepared: Sendable {
+        let claimed: ClaimedMessage
+        let composed: Result<MessageComposer.Composed, HeraldError>
+    }
+
+    /// One connection as a three-stage pipeline, each stage on its own thread: the preparer claims
+    /// and renders ahead, this thread only sends, the recorder writes each outcome to the ledger.
+    /// The SMTP connection never waits for rendering, claiming or SQLite. The outcome hand-off holds
+    /// one item, so at most two sends per connection are ever unrecorded (one being recorded, one
+    /// being sent): a crash can duplicate only those.
     private func loop(untilEmpty: Bool, stop: StopSignal) throws -> WorkerSummary {
         let transport = try makeTransport()
+        let prepared = Handoff<Prepared>(capacity: 16)
+        let outcomes = Handoff<Outcome>(capacity: 1)
+        let preparer = Preparer(worker: self, handoff: prepared, untilEmpty: untilEmpty, stop: stop)
+        let recorder = Recorder(worker: self, outcomes: outcomes, preparer: preparer)
+        let base = Thread.current.name ?? "herald-smtp"
+        for (stage, body) in [("prepare", preparer.run), ("record", recorder.run)] {
+            let thread = Thread(block: body)
+            thread.name = "\(base)-\(stage)"
+            thread.start()
+        }
         var summary = WorkerSummary()
-        defer { summary.connections = transport.connectionsOpened }
-        while !stop.isStopped {
-            let batch = try store.claim(policy)
-            if batch.isEmpty {
-                let status = try store.queueStatus()
-                if untilEmpty && status.pending == 0 { break }
-                let untilDue = status.nextDue.map { $0.timeIntervalSinceNow } ?? pollInterval
-                stop.wait(min(pollInterval, max(0.01, untilDue)))
+        var failure: (any Error)?
+        while let item = prepared.take() {
+            if stop.isStopped {
+                let rest = [item] + prepared.close()
+                do { try store.release(rest.map(\.claimed)) } catch { failure = error }
+                summary.released += rest.count
+                preparer.settled(rest.count)
+                break
+            }
+            let leaseLeft = item.claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow
+            if leaseLeft < leaseMargin {
+                // The lease is nearly over and another worker may soon take the row: hand it back unsent.
+                do { try store.release([item.claimed]) } catch { failure = error }
+                summary.released += 1
+                preparer.settled()
                 continue
             }
-            for (index, claimed) in batch.enumerated() {
-                let leaseLeft = claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow
-                if stop.isStopped || leaseLeft < leaseMargin {
-                    // Stopping, or the lease is nearly over and another worker may soon take these rows.
-                    let rest = Array(batch[index...])
-                    try store.release(rest)
-                    summary.released += rest.count
-                    break
-                }
-                try deliver(claimed, over: transport, summary: &summary)
+            let started = Date()
+            let result: DeliveryResult
+            switch item.composed {
+            case .success(let composed):
+                result = transport.send(from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
+            case .failure(let error):
+                result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
             }
+            // False only when the recorder failed; the unrecorded row returns when its lease ends.
+            guard outcomes.put(Outcome(claimed: item.claimed, result: result, startedAt: started, finishedAt: Date())) else { break }
         }
+        _ = prepared.close()
+        outcomes.finish()
+        preparer.waitUntilDone()
+        recorder.waitUntilDone()
+        summary.add(recorder.summary)
+        summary.released += preparer.released
         summary.connections = transport.connectionsOpened
+        if let error = failure ?? recorder.error ?? preparer.error { throw error }
         return summary
     }
 
-    private func deliver(_ claimed: ClaimedMessage, over transport: any MailTransport, summary: inout WorkerSummary) throws {
-        let message = claimed.message
-        let started = Date()
+    /// A finished send waiting to be recorded.
+    struct Outcome: Sendable {
+        let claimed: ClaimedMessage
         let result: DeliveryResult
+        let startedAt: Date
+        let finishedAt: Date
+    }
+
+    /// Renders a claimed row; a failure becomes a permanent failure of that row, not of the worker.
+    func prepare(_ claimed: ClaimedMessage) -> Prepared {
+        let message = claimed.message
+        let now = Date()
         do {
             let composed = try composer.compose(
                 MessageComposer.Input(
                     kind: message.kind, email: message.email, newEmail: message.newEmail, displayName: message.displayName,
                     locale: message.locale, settings: message.settings, code: claimed.code.plaintext,
-                    messageID: message.messageID, requestedAt: message.queuedAt, date: started))
-            result = transport.send(from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
+                    messageID: message.messageID, requestedAt: message.queuedAt, date: now))
+            return Prepared(claimed: claimed, composed: .success(composed))
+        } catch let error as HeraldError {
+            return Prepared(claimed: claimed, composed: .failure(error))
         } catch {
-            result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
+            return Prepared(claimed: claimed, composed: .failure(HeraldError(.templateError, "\(error)")))
         }
+    }
+
+    /// Decides the row's next state from a send's outcome and writes it to the ledger.
+    func record(_ outcome: Outcome, summary: inout WorkerSummary) throws {
+        let message = outcome.claimed.message
+        let result = outcome.result
         let decision: DeliveryRecord.Decision
         switch result.outcome {
         case .sent:
@@ -129,20 +178,28 @@ public struct Worker: Sendable {
             decision = .deferred(until: Date().addingTimeInterval(retry.delay(afterAttempt: message.attempts)))
             summary.deferred += 1
         }
-        let record = DeliveryRecord(
-            decision: decision, replyCode: result.replyCode, replyText: result.replyText, startedAt: started, finishedAt: Date())
-        try recordDurably(claimed, record)
-        var metadata: Logger.Metadata = [
+        try recordDurably(
+            outcome.claimed,
+            DeliveryRecord(
+                decision: decision, replyCode: result.replyCode, replyText: result.replyText, startedAt: outcome.startedAt,
+                finishedAt: outcome.finishedAt))
+        switch decision {
+        case .sent:
+            logger.debug("sent", metadata: ["outbox": "\(message.id)", "action": "\(message.kind.rawValue)"])
+        case .deferred(let until):
+            logger.warning("deferred", metadata: metadata(message, result, ["retryAt": "\(until)"]))
+        case .failed:
+            logger.error("failed permanently", metadata: metadata(message, result))
+        case .dead:
+            logger.error("dead: attempts exhausted", metadata: metadata(message, result))
+        }
+    }
+
+    private func metadata(_ message: OutboxMessage, _ result: DeliveryResult, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+        [
             "outbox": "\(message.id)", "action": "\(message.kind.rawValue)", "attempt": "\(message.attempts)",
             "reply": "\(result.replyText)",
-        ]
-        if case .deferred(let until) = decision { metadata["retryAt"] = "\(until)" }
-        switch decision {
-        case .sent: logger.debug("sent", metadata: metadata)
-        case .deferred: logger.warning("deferred", metadata: metadata)
-        case .failed: logger.error("failed permanently", metadata: metadata)
-        case .dead: logger.error("dead: attempts exhausted", metadata: metadata)
-        }
+        ].merging(extra) { _, new in new }
     }
 
     /// A send that happened must be recorded: retry a busy or failing database before giving up.

@@ -71,3 +71,27 @@ import Testing
         #expect(error?.code == .templateError)
     }
 }
+
+@Suite struct CompiledTemplateTests {
+    @Test func compiledRenderingMatchesMustacheForEveryTemplate() throws {
+        let library = try TemplateLibrary(
+            directory: CaptureSMTPServer.repositoryRoot.appendingPathComponent("templates").path, defaultLocale: LocaleTag("en"))
+        let tricky = [
+            "link": "https://demo.firebaseapp.com/__/auth/action?apiKey=k&mode=signIn&oobCode=a<b>\"c'&lang=en",
+            "email": "o'neil&co@example.com", "newEmail": "new@example.com", "displayName": "<Zoë & \"Ann\">",
+            "appName": "Herald & Co", "expiresIn": "6 hours", "expiresInHours": "6", "requestedAt": "2026-11-22 07:32 UTC",
+        ]
+        var withoutName = tricky
+        withoutName["displayName"] = nil
+        for kind in ActionKind.allCases {
+            for locale in ["en", "de", "pl", "id", "fa"] {
+                for variables in [tricky, withoutName] {
+                    let tag = try LocaleTag(locale)
+                    let compiled = library.render(kind, locale: tag, variables: variables)
+                    let direct = library.renderThroughMustache(kind, locale: tag, variables: variables)
+                    #expect(compiled == direct, "\(kind) \(locale) displayName: \(variables["displayName"] ?? "-")")
+                }
+            }
+        }
+    }
+}

@@ -160,6 +160,31 @@ import Testing
         #expect(live == 0)
     }
 
+    @Test func lateResultAfterTheLeaseWasTakenDoesNotOverwriteTheNewOwner() throws {
+        let policy = policy { $0.worker.lease = 5 }
+        let id = try store.enqueue(request(), messageDomain: "herald.test")
+        let now = Date()
+        let first = try store.claim(policy, now: now)[0]
+        let second = try store.claim(policy, now: now.addingTimeInterval(6))[0]
+        try store.record(second, sent(second, at: now.addingTimeInterval(7)), policy: policy)
+        let late = DeliveryRecord(decision: .failed, replyCode: 550, replyText: "550 late", startedAt: now, finishedAt: now.addingTimeInterval(8))
+        try store.record(first, late, policy: policy)
+        let row = try store.messages().first { $0.id == id }!
+        #expect(row.state == .sent)
+        #expect(row.lastReplyCode == 250)
+        #expect(try store.attempts(outboxID: id).map(\.outcome) == ["interrupted", "sent", "failed"])
+    }
+
+    @Test func unreadableRowIsFailedInsteadOfBlockingTheQueue() throws {
+        let bad = try store.enqueue(request(.verifyEmail, "a@example.com"), messageDomain: "herald.test")
+        let good = try store.enqueue(request(.verifyEmail, "b@example.com"), messageDomain: "herald.test")
+        try store.pool.write { db in try db.execute(sql: "UPDATE outbox SET settings = 'not json' WHERE id = ?", arguments: [bad]) }
+        #expect(try store.claim(policy).map(\.message.id) == [good])
+        let row = try store.read { db in try Row.fetchOne(db, sql: "SELECT state, last_reply FROM outbox WHERE id = ?", arguments: [bad])! }
+        #expect(row["state"] as String == "failed")
+        #expect((row["last_reply"] as String).hasPrefix("unreadable row"))
+    }
+
     @Test func releaseReturnsUnsentRowsImmediately() throws {
         let id = try store.enqueue(request(), messageDomain: "herald.test")
         let claimed = try store.claim(policy)

@@ -30,7 +30,9 @@ def test_sigkill_mid_batch_loses_nothing(herald, start_capture, tmp_path):
     missing = sorted(set(recipients) - set(received))
     assert not missing, f"never delivered: {missing}"
     duplicated = sorted(r for r, msgs in received.items() if len(msgs) > 1)
-    assert len(duplicated) <= 2, f"more duplicates than in-flight sends (2 connections): {duplicated}"
+    # Per connection at most two sends are unrecorded at any moment (one being recorded, one being
+    # sent), so a crash may duplicate at most 2 x 2 connections.
+    assert len(duplicated) <= 4, f"more duplicates than in-flight sends (2 per connection): {duplicated}"
     states = {m["recipient"]: m["state"] for m in herald.messages(config)}
     assert states == {r: "sent" for r in recipients}
 

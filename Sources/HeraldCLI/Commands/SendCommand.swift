@@ -56,7 +56,8 @@ struct SendCommand: AsyncParsableCommand {
             }
             switch (email, recipients) {
             case (let email?, nil):
-                print(try runtime.openStore().enqueue(request(email), messageDomain: domain))
+                let validated = try request(email)
+                print(try runtime.openStore().enqueue(validated, messageDomain: domain))
             case (nil, let path?):
                 let lines = try Self.addresses(in: path)
                 for (number, address) in lines { _ = try Self.onLine(number, path) { try request(address) } }

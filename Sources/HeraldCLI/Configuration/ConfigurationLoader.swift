@@ -60,8 +60,9 @@ struct ConfigurationParser {
 
         c.smtp.url = try await text("smtp.url", c.smtp.url) {
             guard let url = URLComponents(string: $0), ["smtp", "smtps"].contains(url.scheme?.lowercased() ?? "") else {
-                return "expected smtp://host:port or smtps://host:port, got '\($0)'"
+                return "expected smtp://host:port or smtps://host:port, got '\($0.contains("@") ? "<redacted>" : $0)'"
             }
+            if url.user != nil || url.password != nil { return "put credentials in smtp.username and smtp.password, not in the URL" }
             return url.host?.isEmpty == false ? nil : "the URL has no host"
         }
         c.smtp.requireStartTLS = try await flag("smtp.requireStartTLS", c.smtp.requireStartTLS)
@@ -109,7 +110,8 @@ struct ConfigurationParser {
     }
 
     private func text(_ key: String, _ fallback: String, secret: Bool = false, check: (String) -> String?) async throws -> String {
-        let value = try await raw(key, secret: secret)?.trimmingCharacters(in: .whitespaces) ?? fallback
+        let found = try await raw(key, secret: secret)
+        let value = secret ? found ?? fallback : found?.trimmingCharacters(in: .whitespaces) ?? fallback
         if let message = check(value) { throw problem(key, message) }
         return value
     }

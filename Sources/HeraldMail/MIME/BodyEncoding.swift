@@ -26,46 +26,53 @@ enum BodyEncoding: String {
     private static let hex = Array("0123456789ABCDEF".utf8)
     private static let crlf: [UInt8] = [13, 10]
 
-    /// RFC 2045 §6.7; line breaks in the input become CRLF, a leading "." is encoded too.
+    /// RFC 2045 §6.7; line breaks in the input become CRLF, a "." that would start a line is encoded.
     static func quotedPrintable(_ text: String, into out: inout [UInt8]) {
-        let bytes = Array(text.utf8)
-        var index = 0
-        var lineLength = 0
-        func emit(_ piece: [UInt8]) {
-            if lineLength + piece.count > 75 {
-                out.append(UInt8(ascii: "="))
-                out.append(contentsOf: crlf)
-                lineLength = 0
-            }
-            out.append(contentsOf: piece)
-            lineLength += piece.count
-        }
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 13 || byte == 10 {
-                if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 { index += 1 }
-                out.append(contentsOf: crlf)
-                lineLength = 0
+        var text = text
+        text.withUTF8 { bytes in
+            out.reserveCapacity(out.count + bytes.count + bytes.count / 8)
+            var lineLength = 0
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == 13 || byte == 10 {
+                    if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 { index += 1 }
+                    out.append(13)
+                    out.append(10)
+                    lineLength = 0
+                    index += 1
+                    continue
+                }
+                let atLineEnd = index + 1 == bytes.count || bytes[index + 1] == 13 || bytes[index + 1] == 10
+                let literal: Bool
+                switch byte {
+                case UInt8(ascii: "="): literal = false
+                case UInt8(ascii: "."): literal = lineLength != 0 && lineLength < 75
+                case 32, 9: literal = !atLineEnd
+                case 33...126: literal = true
+                default: literal = false
+                }
+                let width = literal ? 1 : 3
+                if lineLength + width > 75 {  // soft line break: "=" CRLF, keeping lines ≤ 76
+                    out.append(UInt8(ascii: "="))
+                    out.append(13)
+                    out.append(10)
+                    lineLength = 0
+                }
+                if literal && !(byte == UInt8(ascii: ".") && lineLength == 0) {
+                    out.append(byte)
+                    lineLength += 1
+                } else {
+                    out.append(UInt8(ascii: "="))
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0x0F)])
+                    lineLength += 3
+                }
                 index += 1
-                continue
             }
-            let atLineEnd = index + 1 == bytes.count || bytes[index + 1] == 13 || bytes[index + 1] == 10
-            let literal: Bool
-            switch byte {
-            case UInt8(ascii: "="): literal = false
-            case UInt8(ascii: "."): literal = lineLength != 0
-            case 32, 9: literal = !atLineEnd
-            case 33...126: literal = true
-            default: literal = false
-            }
-            if literal {
-                emit([byte])
-            } else {
-                emit([UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
-            }
-            index += 1
         }
-        out.append(contentsOf: crlf)
+        out.append(13)
+        out.append(10)
     }
 
     static func base64(_ text: String, into out: inout [UInt8]) {

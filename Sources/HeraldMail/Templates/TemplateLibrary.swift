@@ -17,6 +17,7 @@ public struct TemplateLibrary: Sendable {
     /// The locales available per action.
     private let locales: [ActionKind: Set<LocaleTag>]
     public let defaultLocale: LocaleTag
+    private let cache = TemplateCache()
 
     static let parts = ["subject", "body.html", "body.txt"]
 
@@ -59,9 +60,28 @@ public struct TemplateLibrary: Sendable {
         return requested.fallbackChain(to: defaultLocale).first(where: available.contains) ?? defaultLocale
     }
 
-    /// Renders subject, HTML and text bodies. `variables` holds strings (and numbers) only.
+    /// Renders subject, HTML and text bodies. `variables` holds strings only.
+    ///
+    /// Each (action, locale, set of variable names) is rendered through Mustache once and then
+    /// reused as literal text with slots (see `CompiledTemplate`), so the send path only concatenates.
     public func render(_ kind: ActionKind, locale requested: LocaleTag, variables: [String: String]) -> RenderedContent {
         let locale = resolve(kind, requested)
+        let names = variables.keys.sorted()
+        let entry = cache.entry(TemplateCache.Key(kind: kind.rawValue, locale: locale.value, names: names)) {
+            let markers = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, CompiledTemplate.marker($0)) })
+            let content = renderThroughMustache(kind, locale: locale, variables: markers)
+            return TemplateCache.Entry(
+                subject: CompiledTemplate(rendered: content.subject, names: names),
+                html: CompiledTemplate(rendered: content.html, names: names),
+                text: CompiledTemplate(rendered: content.text, names: names))
+        }
+        return RenderedContent(
+            locale: locale, subject: entry.subject.render(variables), html: entry.html.render(variables),
+            text: entry.text.render(variables))
+    }
+
+    /// Renders with Mustache directly; the subject is trimmed to one line and fed to the layout.
+    func renderThroughMustache(_ kind: ActionKind, locale: LocaleTag, variables: [String: String]) -> RenderedContent {
         var context: [String: Any] = variables
         context["locale"] = locale.value
         context["direction"] = locale.isRightToLeft ? "rtl" : "ltr"

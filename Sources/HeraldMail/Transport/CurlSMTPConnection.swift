@@ -44,7 +44,11 @@ public final class CurlSMTPConnection: MailTransport {
         // Bounds each wait for a reply, including the QUIT libcurl sends on a stalled connection
         // at clean-up (the default is 120 s).
         try set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int(settings.timeout.rounded(.up))))
-        if settings.requireStartTLS { try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)) }
+        if settings.requireStartTLS {
+            try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue))
+        } else if !settings.username.isEmpty {
+            try set(CURLOPT_USE_SSL, Int(CURLUSESSL_TRY.rawValue))  // upgrade when offered before sending credentials
+        }
         if !settings.username.isEmpty {
             try set(CURLOPT_USERNAME, settings.username)
             try set(CURLOPT_PASSWORD, settings.password)
@@ -73,13 +77,18 @@ public final class CurlSMTPConnection: MailTransport {
         if code == CURLE_OK {
             code = withExtendedLifetime(exchange) { curl_easy_perform(handle) }
         }
+        // The exchange and the recipient list die with this call; leave libcurl no pointer to them.
+        ccurl_easy_setopt_pointer(handle, CURLOPT_READDATA, nil)
+        ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, nil)
+        ccurl_easy_setopt_slist(handle, CURLOPT_MAIL_RCPT, nil)
         var connects = 0
         ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
         connectionsOpened += connects
         var responseCode = 0
         ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &responseCode)
         return Self.classify(
-            code: code, responseCode: responseCode, lastReply: exchange.failureReply ?? exchange.lastReply, error: errorText(code))
+            code: code, responseCode: responseCode,
+            lastReply: code == CURLE_OK ? exchange.lastReply : exchange.failureReply ?? exchange.lastReply, error: errorText(code))
     }
 
     /// Maps libcurl's result and the last reply to an outcome.

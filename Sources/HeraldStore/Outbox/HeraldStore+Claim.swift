@@ -34,7 +34,16 @@ extension HeraldStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """)
             for row in rows {
-                let message = try OutboxMessage(row: row)
+                let message: OutboxMessage
+                do {
+                    message = try OutboxMessage(row: row)
+                } catch {
+                    // A row this version cannot read must not block the queue: fail it, visibly.
+                    try db.execute(
+                        sql: "UPDATE outbox SET state = 'failed', lease_until = NULL, last_reply = ? WHERE id = ?",
+                        arguments: ["unreadable row: \(error)", row["id"] as Int64])
+                    continue
+                }
                 let code = ActionCode.generate()
                 try insert.execute(arguments: [
                     Data(code.hash), message.id, message.kind.rawValue, message.email.value, message.newEmail?.value,
@@ -86,9 +95,9 @@ extension HeraldStore {
                     sql: """
                         UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END,
                             attempts = attempts - 1, lease_until = NULL, next_attempt_at = :now, updated_at = :now
-                        WHERE id = :id AND state = 'sending'
+                        WHERE id = :id AND state = 'sending' AND lease_until = :lease
                         """,
-                    arguments: ["id": item.message.id, "now": at])
+                    arguments: ["id": item.message.id, "now": at, "lease": item.message.leaseUntil?.milliseconds])
                 try db.execute(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?", arguments: [item.codeID])
             }
         }

@@ -10,7 +10,7 @@ extension HeraldStore {
     @discardableResult
     public func enqueue(_ request: ActionRequest, messageDomain: String, priority: Int = 0, now: Date = Date()) throws -> Int64 {
         let encoder = JSONEncoder()
-        return try pool.write { db in
+        return try writeDurably { db in
             try insert(db, request, encoder: encoder, messageDomain: messageDomain, priority: priority, at: now.milliseconds)
         }
     }
@@ -33,7 +33,7 @@ extension HeraldStore {
             batch.removeAll(keepingCapacity: true)
             while batch.count < batchSize, let next = iterator.next() { batch.append(next) }
             guard !batch.isEmpty else { break }
-            try pool.write { db in
+            try writeDurably { db in
                 for request in batch {
                     _ = try insert(db, request, encoder: encoder, messageDomain: messageDomain, priority: priority, at: at)
                 }

@@ -6,6 +6,9 @@ extension HeraldStore {
     /// Records one attempt and moves the row to its next state, in one transaction.
     ///
     /// A sent message's code starts its lifetime now; a code whose email did not go out is voided.
+    /// The row only changes while this claim still holds it (same lease): a late result after the
+    /// lease ran out and another worker took the row is kept as an attempt, never overwriting that
+    /// worker's outcome.
     public func record(_ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws {
         let finished = record.finishedAt.milliseconds
         try pool.write { db in
@@ -17,9 +20,12 @@ extension HeraldStore {
                     sql: """
                         UPDATE outbox SET state = 'sent', sent_at = :at, lease_until = NULL, updated_at = :at,
                             last_reply_code = :code, last_reply = :reply
-                        WHERE id = :id
+                        WHERE id = :id AND state = 'sending' AND lease_until = :lease
                         """
-                ).execute(arguments: ["at": finished, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id])
+                ).execute(arguments: [
+                    "at": finished, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id,
+                    "lease": claimed.message.leaseUntil?.milliseconds,
+                ])
                 try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = ? WHERE id = ?").execute(arguments: [
                     finished + Int64(policy.lifetime(claimed.message.kind) * 1000), claimed.codeID,
                 ])
@@ -50,10 +56,11 @@ extension HeraldStore {
             sql: """
                 UPDATE outbox SET state = :state, lease_until = NULL, updated_at = :at,
                     next_attempt_at = COALESCE(:next, next_attempt_at), last_reply_code = :code, last_reply = :reply
-                WHERE id = :id
+                WHERE id = :id AND state = 'sending' AND lease_until = :lease
                 """
         ).execute(arguments: [
             "state": state, "at": at, "next": next, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id,
+            "lease": claimed.message.leaseUntil?.milliseconds,
         ])
         try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?").execute(arguments: [claimed.codeID])
     }

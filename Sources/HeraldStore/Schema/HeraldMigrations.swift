@@ -63,6 +63,12 @@ enum HeraldMigrations {
                     CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id);
                     """)
         }
+        migrator.registerMigration("v2: index for expiring stale queued mail") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX outbox_waiting ON outbox(action, queued_at) WHERE state IN ('queued','deferred')
+                    """)
+        }
         return migrator
     }
 }

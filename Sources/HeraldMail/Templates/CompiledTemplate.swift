@@ -1,0 +1,102 @@
+import Synchronization
+
+/// A rendered template with its variables left as slots, so repeat renders are concatenation.
+///
+/// Mustache output depends on variable *values* only through interpolation and on their
+/// *presence* through sections. Rendering once with unique marker values per variable set
+/// therefore yields literal text plus slots; a marker that came out HTML-escaped marks a slot
+/// that must be escaped the same way.
+struct CompiledTemplate: Sendable {
+    enum Segment: Sendable {
+        case literal(String)
+        case variable(name: String, htmlEscaped: Bool)
+    }
+
+    let segments: [Segment]
+
+    /// A marker for variable `index` that Mustache's HTML escaping visibly changes ("&" → "&amp;").
+    static func marker(_ index: Int) -> String { "\u{E000}\(index)&\u{E001}" }
+
+    /// Splits text rendered with `marker(i)` for `names[i]` into literals and slots.
+    init(rendered: String, names: [String]) {
+        var segments: [Segment] = []
+        var literal = ""
+        var rest = Substring(rendered)
+        while let open = rest.firstIndex(of: "\u{E000}") {
+            literal += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "\u{E001}") else { break }
+            let body = rest[rest.index(after: open)..<close]
+            let digits = body.prefix { $0.isNumber }
+            let suffix = body.dropFirst(digits.count)
+            if let index = Int(digits), index < names.count, suffix == "&" || suffix == "&amp;" {
+                if !literal.isEmpty { segments.append(.literal(literal)) }
+                literal = ""
+                segments.append(.variable(name: names[index], htmlEscaped: suffix == "&amp;"))
+            } else {
+                literal += rest[open...close]
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        literal += rest
+        if !literal.isEmpty { segments.append(.literal(literal)) }
+        self.segments = segments
+    }
+
+    func render(_ variables: [String: String]) -> String {
+        var output = ""
+        output.reserveCapacity(4096)
+        for segment in segments {
+            switch segment {
+            case .literal(let text):
+                output += text
+            case .variable(let name, let escaped):
+                let value = variables[name] ?? ""
+                output += escaped ? Self.escapeHTML(value) : value
+            }
+        }
+        return output
+    }
+
+    /// The same escaping swift-mustache applies to `{{name}}` in HTML templates.
+    static func escapeHTML(_ text: String) -> String {
+        let utf8 = text.utf8
+        guard utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else { return text }
+        var output = [UInt8]()
+        output.reserveCapacity(utf8.count + 32)
+        for byte in utf8 {
+            switch byte {
+            case 60: output.append(contentsOf: "&lt;".utf8)
+            case 62: output.append(contentsOf: "&gt;".utf8)
+            case 38: output.append(contentsOf: "&amp;".utf8)
+            case 34: output.append(contentsOf: "&quot;".utf8)
+            case 39: output.append(contentsOf: "&#39;".utf8)
+            default: output.append(byte)
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// Compiled templates by action, locale and the set of variables present.
+final class TemplateCache: Sendable {
+    struct Key: Hashable, Sendable {
+        let kind: String
+        let locale: String
+        let names: [String]
+    }
+
+    struct Entry: Sendable {
+        let subject: CompiledTemplate
+        let html: CompiledTemplate
+        let text: CompiledTemplate
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
+
+    func entry(_ key: Key, compile: () -> Entry) -> Entry {
+        if let entry = entries.withLock({ $0[key] }) { return entry }
+        let entry = compile()
+        entries.withLock { $0[key] = entry }
+        return entry
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// A bounded hand-off between one producer thread and one consumer thread.
+///
+/// `@unchecked Sendable`: `items`, `finished` and `closed` are only touched under `condition`'s lock.
+final class Handoff<Item: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [Item] = []
+    private var finished = false
+    private var closed = false
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Waits for room; returns false (keeping nothing) once the consumer has closed the hand-off.
+    func put(_ item: Item) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count >= capacity && !closed { condition.wait() }
+        guard !closed else { return false }
+        items.append(item)
+        condition.broadcast()
+        return true
+    }
+
+    /// Waits for an item; nil once the producer has finished and everything was taken.
+    func take() -> Item? {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.isEmpty && !finished { condition.wait() }
+        guard !items.isEmpty else { return nil }
+        condition.broadcast()
+        return items.removeFirst()
+    }
+
+    /// The producer will put nothing more.
+    func finish() {
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The consumer stops: wakes the producer and returns what was still waiting.
+    func close() -> [Item] {
+        condition.lock()
+        defer { condition.unlock() }
+        closed = true
+        condition.broadcast()
+        let rest = items
+        items = []
+        return rest
+    }
+}
