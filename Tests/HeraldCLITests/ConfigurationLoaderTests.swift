@@ -82,12 +82,13 @@ import Testing
     }
 
     @Test func missingFileIsAClearError() async {
-        let message = await {
-            do {
-                _ = try await ConfigurationLoader.load(path: "/nonexistent/herald.yaml", environment: [:])
-                return nil
-            } catch { return "\(error)" }
-        }() as String?
+        let message =
+            await {
+                do {
+                    _ = try await ConfigurationLoader.load(path: "/nonexistent/herald.yaml", environment: [:])
+                    return nil
+                } catch { return "\(error)" }
+            }() as String?
         #expect(message?.contains("/nonexistent/herald.yaml") == true)
     }
 

@@ -44,7 +44,11 @@ import Testing
         #expect(code(ActionCodeSettings(url: url, androidPackageName: "")) == "MISSING_ANDROID_PACKAGE_NAME")
         #expect(code(ActionCodeSettings(url: url, iOSBundleId: "")) == "MISSING_IOS_BUNDLE_ID")
         #expect(code(ActionCodeSettings(url: url, iOSAppStoreId: "123")) == "MISSING_IOS_BUNDLE_ID")
-        #expect(code(ActionCodeSettings(url: url, iOSBundleId: "com.example", androidPackageName: "com.example", androidInstallApp: true, androidMinimumVersion: "12")) == nil)
+        #expect(
+            code(
+                ActionCodeSettings(
+                    url: url, iOSBundleId: "com.example", androidPackageName: "com.example", androidInstallApp: true, androidMinimumVersion: "12"))
+                == nil)
     }
 
     @Test func linkDomainMustBeAnAuthorizedHostname() {

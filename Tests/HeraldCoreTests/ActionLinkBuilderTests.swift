@@ -33,7 +33,9 @@ import Testing
     @Test func handleCodeInAppWithLinkDomainWrapsTheWebLink() {
         let settings = ActionCodeSettings(url: "https://app.example.com/finish?cart=1", handleCodeInApp: true, linkDomain: "Links.Example.com")
         let link = builder.link(for: .signIn, code: "code-1", settings: settings, lang: "de")
-        #expect(link.hasPrefix("https://links.example.com/__/auth/links?link=https://demo.firebaseapp.com/__/auth/action?apiKey%3Dkey-123%26mode%3DsignIn"))
+        #expect(
+            link.hasPrefix(
+                "https://links.example.com/__/auth/links?link=https://demo.firebaseapp.com/__/auth/action?apiKey%3Dkey-123%26mode%3DsignIn"))
         let inner = query(link)["link"] ?? ""
         #expect(inner == builder.webLink(for: .signIn, code: "code-1", continueURL: "https://app.example.com/finish?cart=1", lang: "de"))
         #expect(query(inner)["continueUrl"] == "https://app.example.com/finish?cart=1")

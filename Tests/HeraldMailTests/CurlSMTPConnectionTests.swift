@@ -107,12 +107,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let (cert, key) = try CaptureSMTPServer.makeCertificate(in: directory)
         let server = try CaptureSMTPServer(["--tls", cert, key, "--require-starttls", "--auth", "alice:s3cret"])
-        let good = try CurlSMTPConnection(settings: settings(server) {
-            $0.requireStartTLS = true
-            $0.caFile = cert
-            $0.username = "alice"
-            $0.password = "s3cret"
-        })
+        let good = try CurlSMTPConnection(
+            settings: settings(server) {
+                $0.requireStartTLS = true
+                $0.caFile = cert
+                $0.username = "alice"
+                $0.password = "s3cret"
+            })
         let result = good.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .sent)
         let received = try server.received()
@@ -120,12 +121,13 @@ import Testing
         #expect(received.first?.tls == true)
         #expect(received.first?.authUser == "alice")
 
-        let wrong = try CurlSMTPConnection(settings: settings(server) {
-            $0.requireStartTLS = true
-            $0.insecure = true
-            $0.username = "alice"
-            $0.password = "wrong"
-        })
+        let wrong = try CurlSMTPConnection(
+            settings: settings(server) {
+                $0.requireStartTLS = true
+                $0.insecure = true
+                $0.username = "alice"
+                $0.password = "wrong"
+            })
         let denied = wrong.send(from: "a@herald.test", to: ["b@example.com"], message: message(2))
         #expect(denied.outcome == .transient)
         #expect(denied.replyCode == 535)

@@ -63,7 +63,8 @@ import Testing
         let claimed = try store.claim(policy)
         let retryAt = Date().addingTimeInterval(60)
         try store.record(
-            claimed[0], DeliveryRecord(decision: .deferred(until: retryAt), replyCode: 451, replyText: "451 later", startedAt: Date(), finishedAt: Date()),
+            claimed[0],
+            DeliveryRecord(decision: .deferred(until: retryAt), replyCode: 451, replyText: "451 later", startedAt: Date(), finishedAt: Date()),
             policy: policy)
         #expect(try store.claim(policy).isEmpty)
         let later = try store.claim(policy, now: retryAt.addingTimeInterval(1))
@@ -149,8 +150,12 @@ import Testing
         let failedID = try store.enqueue(request(.verifyEmail, "a@example.com"), messageDomain: "herald.test")
         let deadID = try store.enqueue(request(.verifyEmail, "b@example.com"), messageDomain: "herald.test")
         let claimed = try store.claim(policy)
-        try store.record(claimed[0], DeliveryRecord(decision: .failed, replyCode: 550, replyText: "550 5.1.1 No such user", startedAt: Date(), finishedAt: Date()), policy: policy)
-        try store.record(claimed[1], DeliveryRecord(decision: .dead, replyCode: 451, replyText: "451 later", startedAt: Date(), finishedAt: Date()), policy: policy)
+        try store.record(
+            claimed[0], DeliveryRecord(decision: .failed, replyCode: 550, replyText: "550 5.1.1 No such user", startedAt: Date(), finishedAt: Date()),
+            policy: policy)
+        try store.record(
+            claimed[1], DeliveryRecord(decision: .dead, replyCode: 451, replyText: "451 later", startedAt: Date(), finishedAt: Date()), policy: policy
+        )
         let rows = Dictionary(uniqueKeysWithValues: try store.messages().map { ($0.id, $0) })
         #expect(rows[failedID]?.state == .failed)
         #expect(rows[failedID]?.lastReply == "550 5.1.1 No such user")

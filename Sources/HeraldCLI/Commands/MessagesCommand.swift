@@ -18,7 +18,8 @@ struct MessagesCommand: AsyncParsableCommand {
         try await reportingErrors {
             let filterState = try state.map { value in
                 guard let state = OutboxState(rawValue: value) else {
-                    throw HeraldError(.argumentError, "unknown state '\(value)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw HeraldError(
+                        .argumentError, "unknown state '\(value)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 return state
             }
@@ -60,6 +61,8 @@ struct MessagesCommand: AsyncParsableCommand {
     }
 
     static func iso(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().timeSeparator(.colon).time(includingFractionalSeconds: false).dateSeparator(.dash).timeZone(separator: .omitted))
+        date.formatted(
+            .iso8601.year().month().day().timeSeparator(.colon).time(includingFractionalSeconds: false).dateSeparator(.dash).timeZone(
+                separator: .omitted))
     }
 }

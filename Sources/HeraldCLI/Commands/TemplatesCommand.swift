@@ -24,7 +24,8 @@ struct PreviewCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard let kind = ActionKind(rawValue: action) else {
-                throw HeraldError(.argumentError, "unknown action '\(action)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw HeraldError(
+                    .argumentError, "unknown action '\(action)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             let runtime = try await Runtime.load(global)
             let composer = try runtime.composer()

@@ -36,7 +36,9 @@ struct ConfigurationParser {
 
     func parse() async throws -> HeraldConfiguration {
         var c = HeraldConfiguration()
-        c.project.id = try await text("project.id", c.project.id) { $0.range(of: "^[a-z0-9][a-z0-9-]{0,62}$", options: .regularExpression) != nil ? nil : "expected lower-case letters, digits and hyphens" }
+        c.project.id = try await text("project.id", c.project.id) {
+            $0.range(of: "^[a-z0-9][a-z0-9-]{0,62}$", options: .regularExpression) != nil ? nil : "expected lower-case letters, digits and hyphens"
+        }
         c.project.apiKey = try await text("project.apiKey", c.project.apiKey, secret: true) { $0.isEmpty ? "must not be empty" : nil }
         c.project.appName = try await text("project.appName", c.project.appName) {
             guard let name = try? DisplayName.validate($0) else { return "must be one line of at most 256 characters" }
@@ -68,10 +70,16 @@ struct ConfigurationParser {
         c.smtp.requireStartTLS = try await flag("smtp.requireStartTLS", c.smtp.requireStartTLS)
         c.smtp.username = try await text("smtp.username", c.smtp.username) { _ in nil }
         c.smtp.password = try await text("smtp.password", c.smtp.password, secret: true) { _ in nil }
-        c.smtp.caFile = try await text("smtp.caFile", c.smtp.caFile) { $0.isEmpty || FileManager.default.isReadableFile(atPath: $0) ? nil : "cannot read '\($0)'" }
+        c.smtp.caFile = try await text("smtp.caFile", c.smtp.caFile) {
+            $0.isEmpty || FileManager.default.isReadableFile(atPath: $0) ? nil : "cannot read '\($0)'"
+        }
         c.smtp.insecure = try await flag("smtp.insecure", c.smtp.insecure)
-        c.smtp.from = try await text("smtp.from", c.smtp.from) { (try? Mailbox(parsing: $0)) == nil ? "expected 'Name <address>' or an address" : nil }
-        c.smtp.replyTo = try await text("smtp.replyTo", c.smtp.replyTo) { $0.isEmpty || (try? Mailbox(parsing: $0)) != nil ? nil : "expected 'Name <address>' or an address" }
+        c.smtp.from = try await text("smtp.from", c.smtp.from) {
+            (try? Mailbox(parsing: $0)) == nil ? "expected 'Name <address>' or an address" : nil
+        }
+        c.smtp.replyTo = try await text("smtp.replyTo", c.smtp.replyTo) {
+            $0.isEmpty || (try? Mailbox(parsing: $0)) != nil ? nil : "expected 'Name <address>' or an address"
+        }
         c.smtp.connectTimeout = try await duration("smtp.connectTimeout", c.smtp.connectTimeout, positive: true)
         c.smtp.timeout = try await duration("smtp.timeout", c.smtp.timeout, positive: true)
         c.smtp.connections = try await number("smtp.connections", c.smtp.connections, in: 1...64)

@@ -65,7 +65,8 @@ public struct ActionCodeSettings: Hashable, Sendable, Codable {
                 throw HeraldError(.unauthorizedDomain, "continue URL host \(host) is not an authorized domain (links.authorizedDomains)")
             }
         } else if kind == .signIn || !isEmpty {
-            throw HeraldError(.missingContinueURI, "a continue URL is required\(kind == .signIn ? " for email-link sign-in" : " with action code settings")")
+            throw HeraldError(
+                .missingContinueURI, "a continue URL is required\(kind == .signIn ? " for email-link sign-in" : " with action code settings")")
         }
         if kind == .signIn && !handleCodeInApp {
             throw HeraldError(.argumentError, "email-link sign-in requires handleCodeInApp=true")
@@ -74,7 +75,8 @@ public struct ActionCodeSettings: Hashable, Sendable, Codable {
             throw HeraldError(.missingAndroidPackageName, "androidPackageName is empty")
         }
         if androidPackageName == nil && (androidInstallApp || androidMinimumVersion != nil) {
-            throw HeraldError(.missingAndroidPackageName, "an Android package name is required when androidInstallApp or androidMinimumVersion is set")
+            throw HeraldError(
+                .missingAndroidPackageName, "an Android package name is required when androidInstallApp or androidMinimumVersion is set")
         }
         if let iOSBundleId, iOSBundleId.isEmpty {
             throw HeraldError(.missingIOSBundleID, "iOSBundleId is empty")

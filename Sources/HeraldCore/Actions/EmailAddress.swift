@@ -57,7 +57,10 @@ public enum Hostname {
         guard !host.isEmpty, host.utf8.count <= 253 else { return false }
         for label in host.split(separator: ".", omittingEmptySubsequences: false) {
             guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-" else { return false }
-            guard label.utf8.allSatisfy({ $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: "-")) })
+            guard
+                label.utf8.allSatisfy({
+                    $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: "-"))
+                })
             else { return false }
         }
         return true

@@ -52,7 +52,9 @@ extension HeraldStore {
                 claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
             }
             // RETURNING order is unspecified; send in queue order.
-            return claimed.sorted { ($0.message.priority, $0.message.nextAttemptAt, $0.message.id) < ($1.message.priority, $1.message.nextAttemptAt, $1.message.id) }
+            return claimed.sorted {
+                ($0.message.priority, $0.message.nextAttemptAt, $0.message.id) < ($1.message.priority, $1.message.nextAttemptAt, $1.message.id)
+            }
         }
     }
 

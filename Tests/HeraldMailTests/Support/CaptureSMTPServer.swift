@@ -28,8 +28,11 @@ final class CaptureSMTPServer {
         jsonl = directory.appendingPathComponent("received.jsonl")
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.repositoryRoot.appendingPathComponent("Tests/support/smtp_server.py").path,
-                             "--port", "0", "--jsonl", jsonl.path, "--lifetime", "300"] + arguments
+        process.arguments =
+            [
+                "python3", Self.repositoryRoot.appendingPathComponent("Tests/support/smtp_server.py").path,
+                "--port", "0", "--jsonl", jsonl.path, "--lifetime", "300",
+            ] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
