@@ -12,6 +12,7 @@ demo: deps build
 
 ## Install what is needed, build, and run the Swift and the end-to-end Python tests.
 test: deps build
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 	$(SWIFT) test --skip-build
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration
 
