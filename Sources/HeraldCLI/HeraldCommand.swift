@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeraldCore
 
 /// `herald`: queue, send and inspect Herald's action emails.
 public struct HeraldCommand: AsyncParsableCommand {
@@ -21,5 +22,16 @@ extension HeraldCommand {
     /// Parses the process arguments and runs the chosen command (the executable's only call).
     public static func runFromCommandLine() async {
         await main()
+    }
+}
+
+extension ActionKind {
+    /// Parses a command-line action name, failing with one line that lists the valid names.
+    init(argument: String) throws {
+        guard let kind = ActionKind(rawValue: argument) else {
+            throw HeraldError(
+                .argumentError, "unknown action '\(argument)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = kind
     }
 }

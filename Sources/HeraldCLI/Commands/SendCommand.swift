@@ -38,10 +38,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            guard let kind = ActionKind(rawValue: action) else {
-                throw HeraldError(
-                    .argumentError, "unknown action '\(action)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+            let kind = try ActionKind(argument: action)
             let runtime = try await Runtime.load(global)
             let settings = ActionCodeSettings(
                 url: continueUrl, handleCodeInApp: handleCodeInApp || kind == .signIn, iOSBundleId: iOSBundleId,

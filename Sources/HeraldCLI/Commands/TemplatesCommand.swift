@@ -23,10 +23,7 @@ struct PreviewCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            guard let kind = ActionKind(rawValue: action) else {
-                throw HeraldError(
-                    .argumentError, "unknown action '\(action)'; expected one of \(ActionKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+            let kind = try ActionKind(argument: action)
             let runtime = try await Runtime.load(global)
             let composer = try runtime.composer()
             let domain = runtime.configuration.links.authorizedDomains.first ?? "localhost"

@@ -80,7 +80,7 @@ public struct MessageComposer: Sendable {
             "appName": appName,
             "expiresIn": Self.describe(lifetime),
             "expiresInHours": String(max(1, Int((lifetime / 3600).rounded()))),
-            "requestedAt": Self.requestTime(input.requestedAt),
+            "requestedAt": UTCDate.minutes(input.requestedAt),
         ]
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
@@ -91,15 +91,6 @@ public struct MessageComposer: Sendable {
         return Composed(
             content: content, message: message, bytes: try message.encoded(), link: link,
             envelopeFrom: from.address.value, recipient: input.recipient.value)
-    }
-
-    /// `2026-11-22 07:32 UTC`: the request time shown in sign-in subjects.
-    static func requestTime(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) UTC"
     }
 
     /// `1 hour`, `6 hours`, `3 days`, `15 minutes`.

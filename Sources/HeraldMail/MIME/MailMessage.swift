@@ -59,7 +59,7 @@ public struct MailMessage: Sendable {
         header("To", to.headerValue)
         if let replyTo { header("Reply-To", replyTo.headerValue) }
         header("Subject", HeaderEncoding.unstructured(subject, nameLength: 7))
-        header("Date", RFC5322Date.format(date))
+        header("Date", UTCDate.rfc5322(date))
         header("Message-ID", messageID)
         header("MIME-Version", "1.0")
         header("Auto-Submitted", "auto-generated")
