@@ -6,7 +6,10 @@ public struct HeraldCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Self-hosted email-link sign-in, verification and password-reset mail with a durable ledger.",
-        subcommands: [MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self]
+        subcommands: [
+            MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self, ServeCommand.self,
+            AccountsCommand.self,
+        ]
     )
 
     public init() {}

@@ -18,7 +18,7 @@ public enum ConfigurationLoader {
         } catch {
             throw HeraldError(.invalidConfiguration, "cannot read config file \(path): \(Self.oneLine(error))")
         }
-        let secrets: Set<String> = ["HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY"]
+        let secrets: Set<String> = ["HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET"]
         let env = EnvironmentVariablesProvider(
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
@@ -99,6 +99,18 @@ struct ConfigurationParser {
         for kind in [ActionKind.signIn, .resetPassword] {
             c.worker.maxQueueWait[kind] = try await duration("worker.maxQueueWait.\(Self.key(kind))", c.worker.maxQueueWait[kind]!, positive: true)
         }
+        c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
+        c.server.port = try await number("server.port", c.server.port, in: 0...65535)
+        c.server.adminToken = try await text("server.adminToken", c.server.adminToken, secret: true) { _ in nil }
+        c.server.allowEmulatorOwner = try await flag("server.allowEmulatorOwner", c.server.allowEmulatorOwner)
+        c.server.emulatorMode = try await flag("server.emulatorMode", c.server.emulatorMode)
+        c.server.enumerationProtection = try await flag("server.enumerationProtection", c.server.enumerationProtection)
+        c.server.maxBodyBytes = try await number("server.maxBodyBytes", c.server.maxBodyBytes, in: 1024...16_777_216)
+        c.server.tokenSecret = try await text("server.tokenSecret", c.server.tokenSecret, secret: true) {
+            $0.isEmpty || $0.utf8.count >= 32 ? nil : "must be at least 32 characters (or empty for a per-process key)"
+        }
+        c.policy.cooldown = try await duration("policy.cooldown", c.policy.cooldown, positive: false)
+        c.policy.dailyCap = try await number("policy.dailyCap", c.policy.dailyCap, in: 1...1_000_000)
         return c
     }
 

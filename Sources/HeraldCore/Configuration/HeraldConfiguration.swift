@@ -9,6 +9,8 @@ public struct HeraldConfiguration: Sendable {
     public var smtp = SMTP()
     public var database = Database()
     public var worker = Worker()
+    public var server = Server()
+    public var policy = Policy()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -59,6 +61,34 @@ public struct HeraldConfiguration: Sendable {
     /// The SQLite ledger.
     public struct Database: Sendable {
         public var path = "var/herald.sqlite"
+        public init() {}
+    }
+
+    /// `herald serve`: the Identity Toolkit HTTP surface and the action pages.
+    public struct Server: Sendable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (printed on start-up).
+        public var port = 9099
+        /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them.
+        public var adminToken = ""
+        /// Accept the Admin SDKs' emulator credential `Bearer owner`, from loopback only.
+        public var allowEmulatorOwner = false
+        /// Serve `GET /emulator/v1/projects/{p}/oobCodes`; codes then also live in memory, never on disk.
+        public var emulatorMode = false
+        /// Reveal nothing about which emails have accounts (Firebase's default since 2023).
+        public var enumerationProtection = true
+        public var maxBodyBytes = 65536
+        /// HMAC key for ID tokens and page forms; empty means a random key per process.
+        public var tokenSecret = ""
+        public init() {}
+    }
+
+    /// Abuse limits for sending action emails through the API.
+    public struct Policy: Sendable {
+        /// Minimum time between two emails of one action to one address.
+        public var cooldown: TimeInterval = 60
+        /// Most emails of one action to one address per 24 hours.
+        public var dailyCap = 20
         public init() {}
     }
 

@@ -43,7 +43,7 @@ extension HeraldStore {
         return total
     }
 
-    private func insert(
+    func insert(
         _ db: Database, _ request: ActionRequest, encoder: JSONEncoder, messageDomain: String, priority: Int, at: Int64
     ) throws -> Int64 {
         let settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)

@@ -69,6 +69,35 @@ enum HeraldMigrations {
                     CREATE INDEX outbox_waiting ON outbox(action, queued_at) WHERE state IN ('queued','deferred')
                     """)
         }
+        migrator.registerMigration("v3: accounts and link events") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE accounts (
+                        uid TEXT PRIMARY KEY,
+                        email TEXT COLLATE NOCASE UNIQUE,
+                        email_verified INTEGER NOT NULL DEFAULT 0,
+                        password_hash TEXT,                 -- pbkdf2-sha256$rounds$salt$hash, never the password
+                        display_name TEXT,
+                        disabled INTEGER NOT NULL DEFAULT 0,
+                        email_link_signin INTEGER NOT NULL DEFAULT 0,
+                        valid_since INTEGER NOT NULL,       -- Unix milliseconds; ID tokens issued before are rejected
+                        created_at INTEGER NOT NULL,        -- Unix milliseconds
+                        last_login_at INTEGER,
+                        providers TEXT NOT NULL DEFAULT '[]' -- JSON array of provider ids
+                    );
+
+                    CREATE TABLE link_events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        code_id INTEGER REFERENCES action_codes(id),
+                        kind TEXT NOT NULL CHECK (kind IN ('click','redeemed','rejected')),
+                        at INTEGER NOT NULL,
+                        ip TEXT,
+                        user_agent TEXT,
+                        detail TEXT
+                    );
+                    CREATE INDEX link_events_code ON link_events(code_id);
+                    """)
+        }
         return migrator
     }
 }

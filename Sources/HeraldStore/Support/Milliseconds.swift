@@ -2,7 +2,7 @@ import Foundation
 
 extension Date {
     /// Unix milliseconds, the ledger's time representation.
-    var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    public var milliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
 
-    init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
+    public init(milliseconds: Int64) { self.init(timeIntervalSince1970: Double(milliseconds) / 1000) }
 }

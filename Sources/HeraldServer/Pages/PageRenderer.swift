@@ -1,0 +1,67 @@
+import Foundation
+import HeraldCore
+import Mustache
+
+/// Renders the action pages (`templates/pages/page.html.mustache`) in the link's language.
+struct PageRenderer: Sendable {
+    private let template: MustacheTemplate
+    /// Localized strings per locale, from `templates/pages/strings/<locale>.json`.
+    private let strings: [LocaleTag: [String: String]]
+    let defaultLocale: LocaleTag
+    let appName: String
+
+    /// The page kinds the template knows.
+    enum Kind: String { case verifyConfirm, resetForm, signInRedirect, success, error }
+
+    init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
+        let path = "\(directory)/pages/page.html.mustache"
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw HeraldError(.templateError, "missing \(path)")
+        }
+        do {
+            template = try MustacheTemplate(string: text)
+        } catch {
+            throw HeraldError(.templateError, "\(path): \(error)")
+        }
+        var strings: [LocaleTag: [String: String]] = [:]
+        let stringsDirectory = "\(directory)/pages/strings"
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: stringsDirectory)) ?? [] where file.hasSuffix(".json") {
+            guard let locale = try? LocaleTag(String(file.dropLast(5))),
+                let data = FileManager.default.contents(atPath: "\(stringsDirectory)/\(file)"),
+                let table = try? JSONDecoder().decode([String: String].self, from: data)
+            else { throw HeraldError(.templateError, "\(stringsDirectory)/\(file) is not a JSON object of strings") }
+            strings[locale] = table
+        }
+        guard strings[defaultLocale] != nil else {
+            throw HeraldError(.templateError, "no page strings for the default locale in \(stringsDirectory)/\(defaultLocale).json")
+        }
+        self.strings = strings
+        self.defaultLocale = defaultLocale
+        self.appName = appName
+    }
+
+    /// The locale whose strings serve `requested` (`pl-PL → pl → default`).
+    func resolve(_ requested: String?) -> LocaleTag {
+        let tag = requested.flatMap { try? LocaleTag($0) } ?? defaultLocale
+        return tag.fallbackChain(to: defaultLocale).first { strings[$0] != nil } ?? defaultLocale
+    }
+
+    /// A localized string by key, for the page's `message`.
+    func text(_ key: String, lang: LocaleTag) -> String {
+        strings[lang]?[key] ?? strings[defaultLocale]?[key] ?? key
+    }
+
+    /// Renders one page; absent values are left out of the context (an empty string would count as set).
+    func render(_ kind: Kind, lang requested: String?, values: [String: String]) -> String {
+        let lang = resolve(requested)
+        var context: [String: Any] = values.filter { !$0.value.isEmpty }
+        context["lang"] = lang.value
+        context["direction"] = lang.isRightToLeft ? "rtl" : "ltr"
+        context["appName"] = appName
+        context["t"] = strings[lang] ?? [:]
+        context["minPasswordLength"] = String(PasswordHasher.minimumLength)
+        context["formAction"] = "/__/auth/action"
+        context[kind.rawValue] = true
+        return template.render(context)
+    }
+}
