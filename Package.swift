@@ -96,6 +96,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldServerTests",
+            dependencies: ["HeraldServer", "HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldCLITests",
             dependencies: ["HeraldCLI", "HeraldCore"],
             swiftSettings: swiftSettings

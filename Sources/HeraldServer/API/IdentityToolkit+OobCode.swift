@@ -73,7 +73,10 @@ extension IdentityToolkit {
             kind: kind, email: email, newEmail: newEmail, settings: settings, locale: locale, displayName: displayName,
             links: context.configuration.links)
         email = request.email.value
-        guard send else { return response.merging(["email": email]) { $1 } }
+        guard send else {
+            try context.throttleSilentSend(recipient: request.recipient.value, kind: kind)
+            return response.merging(["email": email]) { $1 }
+        }
 
         if returnLink || server.emulatorMode {
             let lifetime = context.configuration.links.lifetime[kind] ?? 3600

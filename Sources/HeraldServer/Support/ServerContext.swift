@@ -17,6 +17,9 @@ final class ServerContext: Sendable {
     let logger: Logger
     /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`.
     let emulatorCodes = Mutex<[[String: String]]>([])
+    /// Requests answered "sent" but silently not sent (enumeration protection), per recipient and action,
+    /// so they are throttled exactly like real sends and the limits reveal nothing either.
+    private let silentSends = Mutex<[String: [Date]]>([:])
 
     init(configuration: HeraldConfiguration, store: HeraldStore, composer: MessageComposer, pages: PageRenderer, logger: Logger) {
         self.configuration = configuration
@@ -50,6 +53,20 @@ final class ServerContext: Sendable {
             "refreshToken": ActionCode.generate().plaintext, "expiresIn": "3600", "localId": account.uid,
             "email": account.email ?? "",
         ]
+    }
+
+    /// Applies the cooldown and daily cap to a request that will not be sent.
+    ///
+    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER`, as a real send would.
+    func throttleSilentSend(recipient: String, kind: ActionKind, now: Date = Date()) throws {
+        let policy = configuration.policy
+        try silentSends.withLock { sends in
+            let key = kind.rawValue + " " + recipient
+            let recent = (sends[key] ?? []).filter { now.timeIntervalSince($0) < 86_400 }
+            if let latest = recent.last, now.timeIntervalSince(latest) < policy.cooldown { throw HeraldError(.tooManyAttempts, "") }
+            if recent.count >= policy.dailyCap { throw HeraldError(.tooManyAttempts, "") }
+            sends[key] = recent + [now]
+        }
     }
 
     /// A new Firebase-style uid: 28 characters from the CSPRNG.
