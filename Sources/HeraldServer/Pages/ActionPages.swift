@@ -59,6 +59,10 @@ struct ActionPages: Sendable {
             return page(.error, lang, ["message": "missing_parameters"], .badRequest)
         }
         guard let token = form["csrfToken"], context.signer.constantTimeEqual(token, csrfToken(code)) else {
+            let store = context.store
+            _ = try? await offload {
+                try store.recordLinkEvent(codeID: try store.code(code)?.id, kind: "rejected", visitor: visitor, detail: "CSRF")
+            }
             return page(.error, lang, ["message": "csrf_failed"], .forbidden)
         }
         let continueURL = authorizedContinueURL(form["continueUrl"])

@@ -1,0 +1,89 @@
+"""Fixtures for the `herald serve` suite (HTTP API, action pages, firebase-admin).
+
+The binary is $HERALD_BIN (relative paths from the repository root), default
+<repo>/.build/debug/herald. A missing binary, or one without `serve`, fails
+every test with the server's output; nothing is skipped.
+
+`server(*cli_args, **config_overrides)` writes a config (write_serve_config:
+write_config from Tests/integration/helpers.py plus the `server:` section,
+whose name write_config's own `server` parameter shadows; overrides are
+deep-merged over BASE_OVERRIDES: port 0, a known
+admin token, a 100 ms worker poll), starts its own capture SMTP server, runs
+`herald serve [cli_args] --config C` in a fresh directory, waits for the stdout
+line `READY http://127.0.0.1:<port>` and returns a HeraldServer
+(http_support.py). At teardown each server gets SIGTERM and must exit 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_TESTS = Path(__file__).resolve().parents[1]
+for _dir in (_TESTS / "integration", _TESTS / "support", Path(__file__).resolve().parent):
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
+
+from helpers import REPO_ROOT, CaptureServer, deep_merge  # noqa: E402
+from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
+
+
+def _resolve_herald_bin() -> Path:
+    value = os.environ.get("HERALD_BIN")
+    path = Path(value) if value else Path(".build/debug/herald")
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    return path
+
+
+@pytest.fixture(scope="session")
+def herald_bin() -> Path:
+    path = _resolve_herald_bin()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(
+            f"herald binary not found or not executable at {path}. Build it first "
+            "(`swift build` in the repository root) or point $HERALD_BIN at it.",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture
+def server(herald_bin: Path, tmp_path: Path):
+    """Factory: server(*cli_args, **config_overrides) -> a ready HeraldServer."""
+    started: list = []
+    captures: list = []
+
+    def start(*cli_args: str, **overrides) -> HeraldServer:
+        n = len(started) + 1
+        cwd = tmp_path if n == 1 else tmp_path / f"server-{n}"
+        cwd.mkdir(parents=True, exist_ok=True)
+        capture = CaptureServer()
+        capture.start()
+        captures.append(capture)
+        settings = deep_merge(BASE_OVERRIDES, overrides)
+        config = write_serve_config(cwd, capture, settings)
+        srv = HeraldServer(herald_bin, config, cwd, capture, cli_args, settings)
+        started.append(srv)
+        return srv.wait_ready()
+
+    yield start
+
+    failures = []
+    for srv in started:
+        if srv.returncode is not None:  # the test stopped it itself
+            continue
+        if not srv.running:
+            failures.append(f"herald serve died during the test (exit {srv.proc.returncode})\n{srv.describe()}")
+            srv.kill()
+            continue
+        code = srv.stop()
+        if code != 0:
+            failures.append(f"herald serve exited {code} on SIGTERM (expected 0)\n{srv.describe()}")
+    for capture in captures:
+        capture.stop()
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
