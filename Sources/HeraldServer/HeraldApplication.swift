@@ -34,6 +34,28 @@ public enum HeraldServer {
             }
             return JSONResponse.make(["oobCodes": context.emulatorCodes.withLock { $0 }])
         }
+        router.get("/admin/campaigns/:id") { request, requestContext -> Response in
+            guard context.isAdmin(request, requestContext) else { return FirebaseError.unauthenticated.response }
+            guard let id = requestContext.parameters.get("id", as: Int64.self) else { return FirebaseError.notFound.response }
+            do {
+                let html = try await offload { ReportFormatter.html(try store.report(campaign: id)) }
+                return Response(
+                    status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                    body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+            } catch {
+                return FirebaseError.notFound.response
+            }
+        }
+        router.get("/admin/audit") { request, requestContext -> Response in
+            guard context.isAdmin(request, requestContext) else { return FirebaseError.unauthenticated.response }
+            let filter: AuditFilter
+            do {
+                filter = try AuditQueryParameters.filter(ActionPages.parameters(request.uri.query ?? ""))
+            } catch let error as HeraldError {
+                return FirebaseError(error).response
+            }
+            return AuditQueryParameters.stream(filter, store: store)
+        }
         router.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
         router.post("**") { request, requestContext in await toolkit.handle(request, requestContext) }
         return Application(

@@ -37,7 +37,7 @@ public final class HeraldStore: Sendable {
     /// The ledger otherwise runs WAL with `synchronous = NORMAL`: a commit survives a process crash
     /// but may be lost on power failure. Acknowledged requests must survive both, so enqueueing
     /// uses this; worker bookkeeping does not need to (a lost record means a resend, never a loss).
-    func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
+    public func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }

@@ -26,6 +26,8 @@ public struct Worker: Sendable {
     let leaseMargin: TimeInterval
     let logger: Logger
     let makeTransport: @Sendable () throws -> any MailTransport
+    /// `worker.maxRate`, shared by every connection of this process.
+    let rateLimiter: RateLimiter?
 
     public init(
         store: HeraldStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
@@ -39,6 +41,7 @@ public struct Worker: Sendable {
         leaseMargin = min(configuration.smtp.timeout, configuration.worker.lease / 2)
         self.logger = logger
         self.makeTransport = makeTransport
+        rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate)
     }
 
     /// Runs `concurrency` connection threads until stopped, or until nothing is pending when `untilEmpty`.
@@ -115,6 +118,7 @@ public struct Worker: Sendable {
             let result: DeliveryResult
             switch item.composed {
             case .success(let composed):
+                rateLimiter?.acquire()
                 result = transport.send(from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
             case .failure(let error):
                 result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
@@ -150,7 +154,8 @@ public struct Worker: Sendable {
                 MessageComposer.Input(
                     kind: message.kind, email: message.email, newEmail: message.newEmail, displayName: message.displayName,
                     locale: message.locale, settings: message.settings, code: claimed.code.plaintext,
-                    messageID: message.messageID, requestedAt: message.queuedAt, date: now))
+                    messageID: message.messageID, requestedAt: message.queuedAt, date: now, variables: message.variables,
+                    campaignID: message.campaignID, lifetime: message.linkLifetime))
             return Prepared(claimed: claimed, composed: .success(composed))
         } catch let error as HeraldError {
             return Prepared(claimed: claimed, composed: .failure(error))

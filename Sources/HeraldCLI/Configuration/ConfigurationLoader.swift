@@ -109,6 +109,13 @@ struct ConfigurationParser {
         c.server.tokenSecret = try await text("server.tokenSecret", c.server.tokenSecret, secret: true) {
             $0.isEmpty || $0.utf8.count >= 32 ? nil : "must be at least 32 characters (or empty for a per-process key)"
         }
+        c.campaigns.unsubscribeMailto = try await text("campaigns.unsubscribeMailto", c.campaigns.unsubscribeMailto) {
+            $0.isEmpty || (try? EmailAddress($0)) != nil ? nil : "expected an email address"
+        }
+        c.campaigns.unsubscribeURL = try await text("campaigns.unsubscribeUrl", c.campaigns.unsubscribeURL) {
+            $0.isEmpty || URLComponents(string: $0)?.scheme == "https" ? nil : "expected an https URL"
+        }
+        c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))
         c.policy.cooldown = try await duration("policy.cooldown", c.policy.cooldown, positive: false)
         c.policy.dailyCap = try await number("policy.dailyCap", c.policy.dailyCap, in: 1...1_000_000)
         return c

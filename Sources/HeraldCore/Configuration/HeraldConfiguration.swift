@@ -11,6 +11,7 @@ public struct HeraldConfiguration: Sendable {
     public var worker = Worker()
     public var server = Server()
     public var policy = Policy()
+    public var campaigns = Campaigns()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -92,6 +93,15 @@ public struct HeraldConfiguration: Sendable {
         public init() {}
     }
 
+    /// Bulk campaigns.
+    public struct Campaigns: Sendable {
+        /// `List-Unsubscribe` mailto address on campaign mail; empty for none.
+        public var unsubscribeMailto = ""
+        /// `List-Unsubscribe` https base URL on campaign mail (gets `?campaign=…&email=…`); empty for none.
+        public var unsubscribeURL = ""
+        public init() {}
+    }
+
     /// The dispatch loop.
     public struct Worker: Sendable {
         public var batchSize = 50
@@ -103,6 +113,8 @@ public struct HeraldConfiguration: Sendable {
         public var pollInterval: TimeInterval = 1
         /// Queued mail older than this is expired instead of sent; actions absent here never expire.
         public var maxQueueWait: [ActionKind: TimeInterval] = [.signIn: 900, .resetPassword: 900]
+        /// Global cap on messages per second across all mail and connections; 0 means none.
+        public var maxRate: Double = 0
         public init() {}
     }
 }

@@ -17,6 +17,7 @@ public struct MessageComposer: Sendable {
     public let from: Mailbox
     let replyTo: Mailbox?
     let lifetimes: [ActionKind: TimeInterval]
+    let campaigns: HeraldConfiguration.Campaigns
 
     public init(configuration: HeraldConfiguration, templates: TemplateLibrary) throws {
         self.templates = templates
@@ -25,6 +26,7 @@ public struct MessageComposer: Sendable {
         from = try Mailbox(parsing: configuration.smtp.from)
         replyTo = configuration.smtp.replyTo.isEmpty ? nil : try Mailbox(parsing: configuration.smtp.replyTo)
         lifetimes = configuration.links.lifetime
+        campaigns = configuration.campaigns
     }
 
     /// What one email needs.
@@ -39,11 +41,21 @@ public struct MessageComposer: Sendable {
         public var messageID: String
         public var requestedAt: Date
         public var date: Date
+        /// Extra template variables (campaign columns); the built-in ones take precedence.
+        public var variables: [String: String] = [:]
+        /// Set for campaign mail, which carries `List-Unsubscribe`.
+        public var campaignID: Int64?
+        /// The code lifetime when it differs from `links.lifetime`.
+        public var lifetime: TimeInterval?
 
         public init(
             kind: ActionKind, email: EmailAddress, newEmail: EmailAddress?, displayName: String?, locale: LocaleTag,
-            settings: ActionCodeSettings, code: String, messageID: String, requestedAt: Date, date: Date
+            settings: ActionCodeSettings, code: String, messageID: String, requestedAt: Date, date: Date,
+            variables: [String: String] = [:], campaignID: Int64? = nil, lifetime: TimeInterval? = nil
         ) {
+            self.variables = variables
+            self.campaignID = campaignID
+            self.lifetime = lifetime
             self.kind = kind
             self.email = email
             self.newEmail = newEmail
@@ -73,24 +85,41 @@ public struct MessageComposer: Sendable {
     /// - Throws: `INVALID_HEADER` if a header value would carry CR/LF, `INVALID_DISPLAY_NAME` for a bad name.
     public func compose(_ input: Input) throws -> Composed {
         let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
-        let lifetime = lifetimes[input.kind] ?? 3600
-        var variables: [String: String] = [
+        let lifetime = input.lifetime ?? lifetimes[input.kind] ?? 3600
+        var variables: [String: String] = input.variables
+        variables.merge([
             "link": link,
             "email": input.email.value,
             "appName": appName,
             "expiresIn": Self.describe(lifetime),
             "expiresInHours": String(max(1, Int((lifetime / 3600).rounded()))),
             "requestedAt": UTCDate.minutes(input.requestedAt),
-        ]
+        ]) { _, builtIn in builtIn }
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
         let content = templates.render(input.kind, locale: input.locale, variables: variables)
         let message = MailMessage(
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
-            subject: content.subject, text: content.text, html: content.html, messageID: input.messageID, date: input.date)
+            subject: content.subject, text: content.text, html: content.html, messageID: input.messageID, date: input.date,
+            extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
         return Composed(
             content: content, message: message, bytes: try message.encoded(), link: link,
             envelopeFrom: from.address.value, recipient: input.recipient.value)
+    }
+
+    /// RFC 2369 / RFC 8058 headers for campaign mail; none when no unsubscribe target is configured.
+    func unsubscribeHeaders(campaign: Int64, recipient: EmailAddress) -> [(name: String, value: String)] {
+        var targets: [String] = []
+        if !campaigns.unsubscribeMailto.isEmpty { targets.append("<mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe>") }
+        if !campaigns.unsubscribeURL.isEmpty {
+            let separator = campaigns.unsubscribeURL.contains("?") ? "&" : "?"
+            let email = recipient.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            targets.append("<\(campaigns.unsubscribeURL)\(separator)campaign=\(campaign)&email=\(email)>")
+        }
+        guard !targets.isEmpty else { return [] }
+        var headers = [(name: "List-Unsubscribe", value: targets.joined(separator: ", "))]
+        if !campaigns.unsubscribeURL.isEmpty { headers.append((name: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click")) }
+        return headers
     }
 
     /// `1 hour`, `6 hours`, `3 days`, `15 minutes`.

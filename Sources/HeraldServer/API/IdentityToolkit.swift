@@ -69,13 +69,9 @@ struct IdentityToolkit: Sendable {
 
     /// An admin bearer token, or the API key; `Bearer owner` only when allowed and from loopback.
     func authorize(_ request: Request, _ requestContext: HeraldRequestContext) throws -> Caller {
-        let server = context.configuration.server
-        if let authorization = request.headers[.authorization] {
-            guard authorization.lowercased().hasPrefix("bearer ") else { throw FirebaseError.unauthenticated }
-            let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-            if !server.adminToken.isEmpty, context.signer.constantTimeEqual(token, server.adminToken) { return .admin }
-            if server.allowEmulatorOwner, token.lowercased() == "owner", requestContext.isLoopback { return .admin }
-            throw FirebaseError.unauthenticated
+        if request.headers[.authorization] != nil {
+            guard context.isAdmin(request, requestContext) else { throw FirebaseError.unauthenticated }
+            return .admin
         }
         let key =
             URLComponents(string: request.uri.description)?.queryItems?.first { $0.name == "key" }?.value

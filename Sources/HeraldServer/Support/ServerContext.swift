@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldMail
 import HeraldStore
+import Hummingbird
 import Logging
 import Synchronization
 
@@ -53,6 +54,15 @@ final class ServerContext: Sendable {
             "refreshToken": ActionCode.generate().plaintext, "expiresIn": "3600", "localId": account.uid,
             "email": account.email ?? "",
         ]
+    }
+
+    /// Whether the request carries the admin token (or, when allowed, `Bearer owner` from loopback).
+    func isAdmin(_ request: Request, _ requestContext: HeraldRequestContext) -> Bool {
+        let server = configuration.server
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else { return false }
+        let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        if !server.adminToken.isEmpty, signer.constantTimeEqual(token, server.adminToken) { return true }
+        return server.allowEmulatorOwner && token.lowercased() == "owner" && requestContext.isLoopback
     }
 
     /// Applies the cooldown and daily cap to a request that will not be sent.

@@ -21,6 +21,7 @@ extension HeraldStore {
                     WHERE id IN (
                         SELECT id FROM outbox
                         WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
+                          AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
                         ORDER BY priority, next_attempt_at, id
                         LIMIT :limit)
                     RETURNING *
@@ -47,7 +48,7 @@ extension HeraldStore {
                 let code = ActionCode.generate()
                 try insert.execute(arguments: [
                     Data(code.hash), message.id, message.kind.rawValue, message.email.value, message.newEmail?.value,
-                    at, at + Int64(policy.lifetime(message.kind) * 1000),
+                    at, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000),
                 ])
                 claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
             }

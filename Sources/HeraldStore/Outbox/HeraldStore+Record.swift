@@ -27,7 +27,7 @@ extension HeraldStore {
                     "lease": claimed.message.leaseUntil?.milliseconds,
                 ])
                 try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = ? WHERE id = ?").execute(arguments: [
-                    finished + Int64(policy.lifetime(claimed.message.kind) * 1000), claimed.codeID,
+                    finished + Int64((claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)) * 1000), claimed.codeID,
                 ])
             case .deferred(let until):
                 next = until.milliseconds

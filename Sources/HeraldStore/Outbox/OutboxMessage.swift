@@ -23,6 +23,12 @@ public struct OutboxMessage: Sendable, Hashable, Identifiable {
     public let lastReply: String?
     public let sentAt: Date?
     public let updatedAt: Date
+    /// The campaign the row belongs to; nil for transactional mail.
+    public let campaignID: Int64?
+    /// Extra template variables (campaign CSV columns).
+    public let variables: [String: String]
+    /// Code lifetime for this row; nil means `links.lifetime`.
+    public let linkLifetime: TimeInterval?
 
     init(row: Row) throws {
         id = row["id"]
@@ -47,5 +53,8 @@ public struct OutboxMessage: Sendable, Hashable, Identifiable {
         lastReply = row["last_reply"]
         sentAt = (row["sent_at"] as Int64?).map(Date.init(milliseconds:))
         updatedAt = Date(milliseconds: row["updated_at"])
+        campaignID = row["campaign_id"]
+        variables = try (row["variables"] as String?).map { try JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:]
+        linkLifetime = row["link_lifetime"]
     }
 }

@@ -98,6 +98,31 @@ enum HeraldMigrations {
                     CREATE INDEX link_events_code ON link_events(code_id);
                     """)
         }
+        migrator.registerMigration("v4: campaigns") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE campaigns (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT NOT NULL UNIQUE,
+                        action TEXT NOT NULL,
+                        state TEXT NOT NULL CHECK (state IN ('active','paused','cancelled')),
+                        settings TEXT NOT NULL,             -- ActionCodeSettings as JSON
+                        rate REAL,                          -- messages per second; NULL = as fast as the worker goes
+                        start_at INTEGER NOT NULL,
+                        link_lifetime REAL,                 -- seconds; NULL = links.lifetime
+                        source TEXT,
+                        rejected INTEGER NOT NULL DEFAULT 0,  -- rows the last import rejected
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    ALTER TABLE outbox ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);
+                    ALTER TABLE outbox ADD COLUMN variables TEXT;          -- extra template variables as JSON
+                    ALTER TABLE outbox ADD COLUMN link_lifetime REAL;      -- seconds; NULL = links.lifetime
+                    ALTER TABLE outbox ADD COLUMN source_line INTEGER;     -- the recipients file line it came from
+                    CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(campaign_id, recipient) WHERE campaign_id IS NOT NULL;
+                    CREATE INDEX outbox_campaign_state ON outbox(campaign_id, state) WHERE campaign_id IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

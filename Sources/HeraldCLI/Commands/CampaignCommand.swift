@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldServer
+import HeraldStore
+
+/// `herald campaign …`: bulk sends with rates, control, progress and reports.
+struct CampaignCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "campaign", abstract: "Bulk campaigns: create, list, pause, resume, cancel, watch, report.",
+        subcommands: [
+            CreateCampaign.self, ListCampaigns.self, PauseCampaign.self, ResumeCampaign.self, CancelCampaign.self, WatchCampaign.self,
+            ReportCampaign.self,
+        ])
+}
+
+/// `herald campaign create`.
+struct CreateCampaign: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create (or resume importing) a campaign from a CSV of recipients or from accounts.",
+        discussion: """
+            CSV: a header row with 'email' and optional 'display_name', 'locale'; other columns become template variables. \\
+            Bad rows go to the rejects file (line, reason, content). Re-running for the same NAME skips rows already imported.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Campaign name (unique).") var name: String
+    @Option(help: "verify-email | reset-password | sign-in") var action: String
+    @Option(help: "CSV file of recipients.") var recipients: String?
+    @Flag(help: "Take recipients from the account store.") var fromAccounts = false
+    @Flag(help: "With --from-accounts: only accounts whose email is not verified.") var unverified = false
+    @Option(help: "Continue URL for the links (its host must be authorized).") var continueUrl: String?
+    @Option(help: "Send rate such as 50/s, 600/m or 10000/h (default: as fast as the worker goes).") var rate: String?
+    @Option(help: "When to start: ISO 8601 (2026-11-22T10:00:00Z), now, or +10m.") var startAt: String?
+    @Option(help: "Link lifetime for this campaign, e.g. 7d (default: links.lifetime).") var linkLifetime: String?
+    @Option(help: "Where rejected rows go (default: <recipients>.rejects.csv).") var rejects: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            let kind = try ActionKind(argument: action)
+            guard kind != .verifyAndChangeEmail else { throw HeraldError(.argumentError, "campaigns send verify-email, reset-password or sign-in") }
+            guard (recipients != nil) != fromAccounts else { throw HeraldError(.argumentError, "give either --recipients FILE or --from-accounts") }
+            if unverified && !fromAccounts { throw HeraldError(.argumentError, "--unverified goes with --from-accounts") }
+            let perSecond = try rate.map(Self.parseRate)
+            let start = try startAt.map(Self.parseTime) ?? Date()
+            let lifetime = try linkLifetime.map { text in
+                guard let seconds = DurationText.parse(text), seconds > 0 else {
+                    throw HeraldError(.argumentError, "--link-lifetime: expected a duration such as 90m, 48h or 7d")
+                }
+                return seconds
+            }
+            if let recipients, !FileManager.default.isReadableFile(atPath: recipients) {
+                throw HeraldError(.argumentError, "cannot read recipients file \(recipients)")
+            }
+            let runtime = try await Runtime.load(global)
+            let settings = ActionCodeSettings(url: continueUrl, handleCodeInApp: kind == .signIn)
+            try settings.validate(for: kind, authorizedDomains: runtime.configuration.links.authorizedDomains)
+            let composer = try runtime.composer()
+            let store = try runtime.openStore()
+            let campaign = try store.campaign(
+                named: name, kind: kind, settings: settings, rate: perSecond, startAt: start, linkLifetime: lifetime,
+                source: recipients ?? (unverified ? "accounts (unverified)" : "accounts"))
+            let importer = try CampaignImporter(
+                store: store, campaign: campaign, defaultLocale: runtime.configuration.links.defaultLocale,
+                messageDomain: String(composer.from.address.domain))
+            let rejectsPath = rejects ?? (recipients.map { $0 + ".rejects.csv" } ?? "campaign-\(campaign.id).rejects.csv")
+            let started = Date()
+            let summary =
+                try recipients.map { try importer.importCSV(path: $0, rejectsPath: rejectsPath) }
+                ?? importer.importAccounts(unverifiedOnly: unverified, rejectsPath: rejectsPath)
+            let seconds = Date().timeIntervalSince(started)
+            let rows = summary.imported + summary.rejected + summary.alreadyImported
+            print(
+                "campaign \(campaign.id) \"\(campaign.name)\": imported \(summary.imported), rejected \(summary.rejected), "
+                    + "already imported \(summary.alreadyImported) (rejects: \(rejectsPath)); "
+                    + String(format: "%.0f rows/s", seconds > 0 ? Double(rows) / seconds : 0))
+        }
+    }
+
+    /// `50/s`, `600/m`, `10000/h` → messages per second.
+    static func parseRate(_ text: String) throws -> Double {
+        let parts = text.split(separator: "/")
+        let unit: [Substring: Double] = ["s": 1, "m": 60, "h": 3600]
+        guard parts.count == 2, let count = Double(parts[0]), count > 0, count.isFinite, let seconds = unit[parts[1]] else {
+            throw HeraldError(.argumentError, "--rate: expected N/s, N/m or N/h, got '\(text)'")
+        }
+        return count / seconds
+    }
+
+    /// ISO 8601, `now`, or `+<duration>`.
+    static func parseTime(_ text: String) throws -> Date {
+        if text == "now" { return Date() }
+        if text.hasPrefix("+"), let seconds = DurationText.parse(String(text.dropFirst())) { return Date().addingTimeInterval(seconds) }
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        throw HeraldError(.argumentError, "expected an ISO 8601 time (2026-11-22T10:00:00Z), now, or +10m; got '\(text)'")
+    }
+}
+
+/// `herald campaign list`.
+struct ListCampaigns: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List campaigns with their progress.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Print a JSON array.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let store = try await Runtime.load(global).openStore()
+            let reports = try store.campaigns().map { try store.report(campaign: $0.id) }
+            if json {
+                let objects: [[String: Any]] = reports.map { report in
+                    [
+                        "id": report.campaign.id, "name": report.campaign.name, "action": report.campaign.kind.rawValue, "state": report.status,
+                        "imported": report.total, "rejected": report.campaign.rejected, "rate": report.campaign.rate ?? NSNull(),
+                        "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, report.counts[$0] ?? 0) }),
+                    ]
+                }
+                let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            for report in reports {
+                print(
+                    "\(report.campaign.id)  \(report.campaign.name)  \(report.campaign.kind.rawValue)  \(report.status)  "
+                        + "sent \(report.sent)/\(report.total)  rejected \(report.campaign.rejected)")
+            }
+            print("\(reports.count) campaign(s)")
+        }
+    }
+}
+
+/// Shared shape of pause / resume / cancel.
+protocol CampaignControl: AsyncParsableCommand {
+    var global: GlobalOptions { get }
+    var id: Int64 { get }
+    func apply(_ store: HeraldStore) throws -> String
+}
+
+extension CampaignControl {
+    func run() async throws {
+        try await reportingErrors { print(try apply(try await Runtime.load(global).openStore())) }
+    }
+}
+
+struct PauseCampaign: CampaignControl {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Stop sending a campaign; its rows stay queued.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: Int64
+    func apply(_ store: HeraldStore) throws -> String {
+        try store.pause(campaign: id)
+        return "campaign \(id) paused"
+    }
+}
+
+struct ResumeCampaign: CampaignControl {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Send a paused campaign again.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: Int64
+    func apply(_ store: HeraldStore) throws -> String {
+        try store.resume(campaign: id)
+        return "campaign \(id) resumed"
+    }
+}
+
+struct CancelCampaign: CampaignControl {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a campaign: unsent rows become cancelled.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: Int64
+    func apply(_ store: HeraldStore) throws -> String {
+        "campaign \(id) cancelled: \(try store.cancel(campaign: id)) unsent message(s) cancelled"
+    }
+}
+
+/// `herald campaign report`.
+struct ReportCampaign: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "report", abstract: "Counts, replies, clicks, redemptions and the funnel.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: Int64
+    @Option(help: "text | json | html") var format = "text"
+
+    func run() async throws {
+        try await reportingErrors {
+            guard ["text", "json", "html"].contains(format) else { throw HeraldError(.argumentError, "--format: expected text, json or html") }
+            let report = try await Runtime.load(global).openStore().report(campaign: id)
+            switch format {
+            case "json": print(ReportFormatter.json(report))
+            case "html": print(ReportFormatter.html(report))
+            default: print(ReportFormatter.text(report))
+            }
+        }
+    }
+}

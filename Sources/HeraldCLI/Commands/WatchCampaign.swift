@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import HeraldStore
+
+/// `herald campaign watch`: a live progress bar on a terminal, plain periodic lines otherwise.
+struct WatchCampaign: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Follow a campaign's progress until nothing is left to send.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: Int64
+    @Option(help: "Seconds between updates.") var interval: Double = 1
+
+    func run() async throws {
+        try await reportingErrors {
+            let store = try await Runtime.load(global).openStore()
+            _ = try store.campaign(id: id)
+            let terminal = isatty(STDOUT_FILENO) == 1
+            var samples: [(Date, Int)] = []
+            while true {
+                let counts = try store.counts(campaign: id)
+                let campaign = try store.campaign(id: id)
+                let total = counts.values.reduce(0, +)
+                let sent = counts[.sent] ?? 0
+                let finished = total - (counts[.queued] ?? 0) - (counts[.sending] ?? 0) - (counts[.deferred] ?? 0)
+                samples.append((Date(), sent))
+                samples = samples.filter { Date().timeIntervalSince($0.0) <= 10 }
+                let rate = samples.count > 1 ? Double(sent - samples[0].1) / max(0.001, Date().timeIntervalSince(samples[0].0)) : 0
+                let remaining = total - finished
+                let eta = rate > 0 ? String(format: "%.0fs", Double(remaining) / rate) : "-"
+                let percent = total == 0 ? 100 : Int(Double(finished) * 100 / Double(total))
+                let summary =
+                    "sent \(sent)/\(total) (\(percent)%), deferred \(counts[.deferred] ?? 0), failed \((counts[.failed] ?? 0) + (counts[.dead] ?? 0)), "
+                    + String(format: "%.1f msg/s", rate) + ", ETA \(eta)"
+                if terminal {
+                    let width = 30
+                    let filled = total == 0 ? width : width * finished / total
+                    let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+                    FileHandle.standardOutput.write(Data("\r\u{1B}[2Kcampaign \(id) [\(bar)] \(summary)".utf8))
+                } else {
+                    print("campaign \(id): \(summary)")
+                }
+                if remaining == 0 || campaign.state == .cancelled {
+                    if terminal { print("") }
+                    print("campaign \(id) \(campaign.state == .cancelled ? "cancelled" : "done"): \(summary)")
+                    return
+                }
+                try await Task.sleep(for: .seconds(max(0.1, interval)))
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// Streams recipients into a campaign's outbox rows in batched transactions.
+///
+/// Every bad row goes to the rejects file with its line number and reason; good rows are never held
+/// back. Re-running an import skips rows already imported (idempotent per campaign and email).
+public final class CampaignImporter {
+    /// What one import did.
+    public struct Summary: Sendable {
+        public var imported = 0
+        public var rejected = 0
+        public var alreadyImported = 0
+    }
+
+    /// One recipient before validation.
+    struct Recipient {
+        var line: Int?
+        var email: String
+        var displayName: String?
+        var locale: String?
+        var variables: [String: String]
+        var raw: String
+    }
+
+    private let store: HeraldStore
+    private let campaign: Campaign
+    private let defaultLocale: LocaleTag
+    private let messageDomain: String
+    private let settingsJSON: String
+    private let batchSize: Int
+    private var batch: [Recipient] = []
+    /// Rejects of the current batch, written in line order when the batch is flushed.
+    private var batchRejects: [(line: Int, reason: String, raw: String)] = []
+    private var rejects: RejectsWriter?
+    private var summary = Summary()
+    private var position: Int64 = 0
+    private let now = Date()
+
+    static let maximumField = 1000
+
+    public init(store: HeraldStore, campaign: Campaign, defaultLocale: LocaleTag, messageDomain: String, batchSize: Int = 5000) throws {
+        self.store = store
+        self.campaign = campaign
+        self.defaultLocale = defaultLocale
+        self.messageDomain = messageDomain
+        self.batchSize = batchSize
+        settingsJSON = String(decoding: try JSONEncoder().encode(campaign.settings), as: UTF8.self)
+        position = try store.read { db in
+            try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE campaign_id = ?", arguments: [campaign.id]) ?? 0
+        }
+    }
+
+    /// Imports a CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
+    public func importCSV(path: String, rejectsPath: String) throws -> Summary {
+        var reader: CSVRecordReader
+        do {
+            reader = try CSVRecordReader(path: path)
+        } catch {
+            throw HeraldError(.argumentError, "cannot read recipients file \(path)")
+        }
+        guard let first = try reader.next(), let headerText = String(validating: first.bytes, as: UTF8.self),
+            let header = try? CSVLine.parse(headerText).map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }),
+            let emailColumn = header.firstIndex(of: "email")
+        else {
+            throw HeraldError(.argumentError, "\(path): the first line must be a CSV header with an 'email' column")
+        }
+        rejects = try RejectsWriter(path: rejectsPath)
+        defer { rejects?.close() }
+        let nameColumn = header.firstIndex(of: "display_name")
+        let localeColumn = header.firstIndex(of: "locale")
+        while let (line, bytes) = try reader.next() {
+            if bytes.isEmpty { continue }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                try reject(line, "invalid UTF-8", String(decoding: bytes, as: UTF8.self))
+                continue
+            }
+            guard let cells = try? CSVLine.parse(text) else {
+                try reject(line, "malformed quotes", text)
+                continue
+            }
+            guard cells.count == header.count else {
+                try reject(line, "wrong column count: expected \(header.count), found \(cells.count)", text)
+                continue
+            }
+            var variables: [String: String] = [:]
+            for (index, name) in header.enumerated() where index != emailColumn && index != nameColumn && index != localeColumn {
+                variables[name] = cells[index]
+            }
+            try add(
+                Recipient(
+                    line: line, email: cells[emailColumn], displayName: nameColumn.map { cells[$0] }, locale: localeColumn.map { cells[$0] },
+                    variables: variables, raw: text))
+        }
+        try flush()
+        try finish()
+        return summary
+    }
+
+    /// Imports accounts (all, or only those whose email is unverified); disabled accounts are skipped.
+    public func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
+        rejects = try RejectsWriter(path: rejectsPath)
+        defer { rejects?.close() }
+        let accounts = try store.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT email, display_name FROM accounts
+                    WHERE email IS NOT NULL AND disabled = 0 \(unverifiedOnly ? "AND email_verified = 0" : "") ORDER BY created_at, uid
+                    """
+            ).map { (email: $0["email"] as String, name: $0["display_name"] as String?) }
+        }
+        for account in accounts {
+            try add(Recipient(line: nil, email: account.email, displayName: account.name, locale: nil, variables: [:], raw: account.email))
+        }
+        try flush()
+        try finish()
+        return summary
+    }
+
+    private func add(_ recipient: Recipient) throws {
+        let line = recipient.line ?? 0
+        if recipient.email.utf8.count > 254 { return try reject(line, "field too long: email", recipient.raw) }
+        if let name = recipient.displayName, name.count > DisplayName.maximumLength {
+            return try reject(line, "field too long: display_name", recipient.raw)
+        }
+        if let long = recipient.variables.first(where: { $0.value.count > Self.maximumField }) {
+            return try reject(line, "field too long: \(long.key)", recipient.raw)
+        }
+        guard (try? EmailAddress(recipient.email)) != nil else { return try reject(line, "invalid address", recipient.raw) }
+        if let name = recipient.displayName, !name.isEmpty, (try? DisplayName.validate(name)) == nil {
+            return try reject(line, "invalid display_name", recipient.raw)
+        }
+        if let locale = recipient.locale, !locale.isEmpty, (try? LocaleTag(locale)) == nil {
+            return try reject(line, "invalid locale", recipient.raw)
+        }
+        batch.append(recipient)
+        if batch.count >= batchSize || batchRejects.count >= batchSize { try flush() }
+    }
+
+    private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
+        summary.rejected += 1
+        batchRejects.append((line, reason, raw))
+    }
+
+    /// Writes the batch in one fsynced transaction; conflicts are re-runs (same line) or duplicates.
+    private func flush() throws {
+        defer {
+            for item in batchRejects.sorted(by: { $0.line < $1.line }) { rejects?.write(line: item.line, reason: item.reason, content: item.raw) }
+            batchRejects.removeAll(keepingCapacity: true)
+        }
+        guard !batch.isEmpty else { return }
+        let pending = batch
+        batch.removeAll(keepingCapacity: true)
+        var duplicates: [Recipient] = []
+        let at = now.milliseconds
+        let start = max(campaign.startAt, now)
+        let interval = campaign.rate.map { 1000 / $0 } ?? 0
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try store.writeDurably { db in
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT OR IGNORE INTO outbox (action, recipient, email, locale, display_name, settings, message_id, priority,
+                        state, queued_at, next_attempt_at, updated_at, campaign_id, variables, link_lifetime, source_line)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 10, 'queued', ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let existing = try db.cachedStatement(sql: "SELECT source_line FROM outbox WHERE campaign_id = ? AND recipient = ?")
+            for recipient in pending {
+                let email = recipient.email.lowercased()
+                let locale = recipient.locale.flatMap { $0.isEmpty ? nil : try? LocaleTag($0) } ?? defaultLocale
+                let due = start.milliseconds + Int64((Double(position) * interval).rounded())
+                let variables = recipient.variables.isEmpty ? nil : String(decoding: try encoder.encode(recipient.variables), as: UTF8.self)
+                try insert.execute(arguments: [
+                    campaign.kind.rawValue, email, email, locale.value, recipient.displayName.flatMap { $0.isEmpty ? nil : $0 },
+                    settingsJSON, "<\(RandomToken.hex(bytes: 12)).herald@\(messageDomain)>", at, due, at, campaign.id, variables,
+                    campaign.linkLifetime, recipient.line,
+                ])
+                if db.changesCount > 0 {
+                    summary.imported += 1
+                    position += 1
+                } else if try Int.fetchOne(existing, arguments: [campaign.id, email]) == recipient.line {
+                    summary.alreadyImported += 1
+                } else {
+                    duplicates.append(recipient)
+                }
+            }
+        }
+        for duplicate in duplicates { try reject(duplicate.line ?? 0, "duplicate in campaign", duplicate.raw) }
+    }
+
+    private func finish() throws {
+        let rejected = summary.rejected
+        try store.writeDurably { db in
+            try db.execute(
+                sql: "UPDATE campaigns SET rejected = ?, updated_at = ? WHERE id = ?", arguments: [rejected, now.milliseconds, campaign.id])
+        }
+    }
+}
+
+/// The rejects file: CSV with `line,reason,content`.
+final class RejectsWriter {
+    private let handle: FileHandle
+    private var pending = Data()
+
+    init(path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data("line,reason,content\n".utf8)),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { throw HeraldError(.argumentError, "cannot write rejects file \(path)") }
+        self.handle = handle
+        handle.seekToEndOfFile()
+    }
+
+    func write(line: Int, reason: String, content: String) {
+        pending.append(contentsOf: "\(line),\(Self.quote(reason)),\(Self.quote(content))\n".utf8)
+        if pending.count > 1 << 16 { flushPending() }
+    }
+
+    func close() {
+        flushPending()
+        try? handle.close()
+    }
+
+    private func flushPending() {
+        handle.write(pending)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    private static func quote(_ value: String) -> String {
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
