@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates)
+# chromium: headless, renders the campaign HTML report in Tests/campaigns (/usr/bin/chromium).
+packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(postfix); fi

@@ -50,9 +50,7 @@ struct CreateCampaign: AsyncParsableCommand {
                 }
                 return seconds
             }
-            if let recipients, !FileManager.default.isReadableFile(atPath: recipients) {
-                throw HeraldError(.argumentError, "cannot read recipients file \(recipients)")
-            }
+            if let recipients { _ = try CampaignImporter.header(of: recipients) }  // fail before anything is written
             let runtime = try await Runtime.load(global)
             let settings = ActionCodeSettings(url: continueUrl, handleCodeInApp: kind == .signIn)
             try settings.validate(for: kind, authorizedDomains: runtime.configuration.links.authorizedDomains)

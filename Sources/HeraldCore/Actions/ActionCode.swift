@@ -42,9 +42,16 @@ public enum Base64URL {
 public enum RandomToken {
     public static func hex(bytes count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        var word: UInt64 = 0
+        for index in 0..<count {
+            if index % 8 == 0 { word = generator.next() }  // one system call per 8 bytes
+            let byte = UInt8(truncatingIfNeeded: word >> (8 * UInt64(index % 8)))
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

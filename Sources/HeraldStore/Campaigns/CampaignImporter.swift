@@ -37,6 +37,8 @@ public final class CampaignImporter {
     private var summary = Summary()
     private var position: Int64 = 0
     private let now = Date()
+    /// Locale strings seen so far, parsed once each.
+    private var locales: [String: LocaleTag?] = [:]
 
     static let maximumField = 1000
 
@@ -52,25 +54,45 @@ public final class CampaignImporter {
         }
     }
 
-    /// Imports a CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
-    public func importCSV(path: String, rejectsPath: String) throws -> Summary {
-        var reader: CSVRecordReader
+    /// Opens a recipients file and reads its header, failing with one clear line before anything is written.
+    public static func header(of path: String) throws -> [String] {
+        var reader = try openReader(path)
+        return try header(&reader, path)
+    }
+
+    private static func openReader(_ path: String) throws -> CSVRecordReader {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            let reader = try? CSVRecordReader(path: path)
+        else { throw HeraldError(.argumentError, "cannot read recipients file \(path)") }
+        return reader
+    }
+
+    private static func header(_ reader: inout CSVRecordReader, _ path: String) throws -> [String] {
+        let first: (line: Int, bytes: ArraySlice<UInt8>)?
         do {
-            reader = try CSVRecordReader(path: path)
+            first = try reader.next()
         } catch {
             throw HeraldError(.argumentError, "cannot read recipients file \(path)")
         }
-        guard let first = try reader.next(), let headerText = String(validating: first.bytes, as: UTF8.self),
-            let header = try? CSVLine.parse(headerText).map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }),
-            let emailColumn = header.firstIndex(of: "email")
+        guard let first, let text = String(validating: first.bytes, as: UTF8.self),
+            let header = try? CSVLine.parse(text).map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }), header.contains("email")
         else {
             throw HeraldError(.argumentError, "\(path): the first line must be a CSV header with an 'email' column")
         }
+        return header
+    }
+
+    /// Imports a CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
+    public func importCSV(path: String, rejectsPath: String) throws -> Summary {
+        var reader = try Self.openReader(path)
+        let header = try Self.header(&reader, path)
+        let emailColumn = header.firstIndex(of: "email")!
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
-        while let (line, bytes) = try reader.next() {
+        while let (line, bytes) = try Self.read(&reader, path) {
             if bytes.isEmpty { continue }
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 try reject(line, "invalid UTF-8", String(decoding: bytes, as: UTF8.self))
@@ -132,11 +154,47 @@ public final class CampaignImporter {
         if let name = recipient.displayName, !name.isEmpty, (try? DisplayName.validate(name)) == nil {
             return try reject(line, "invalid display_name", recipient.raw)
         }
-        if let locale = recipient.locale, !locale.isEmpty, (try? LocaleTag(locale)) == nil {
+        if let locale = recipient.locale, !locale.isEmpty, self.locale(locale) == nil {
             return try reject(line, "invalid locale", recipient.raw)
         }
         batch.append(recipient)
         if batch.count >= batchSize || batchRejects.count >= batchSize { try flush() }
+    }
+
+    private static func read(_ reader: inout CSVRecordReader, _ path: String) throws -> (line: Int, bytes: ArraySlice<UInt8>)? {
+        do {
+            return try reader.next()
+        } catch {
+            throw HeraldError(.argumentError, "error reading \(path): \(error.localizedDescription)")
+        }
+    }
+
+    private func locale(_ text: String) -> LocaleTag? {
+        if let known = locales[text] { return known }
+        let parsed = try? LocaleTag(text)
+        if locales.count < 10_000 { locales[text] = parsed }
+        return parsed
+    }
+
+    /// `{"a":"b",…}` with keys sorted: the variables column, without a JSONEncoder per row.
+    static func json(_ variables: [String: String]) -> String {
+        "{" + variables.sorted { $0.key < $1.key }.map { "\(quote($0.key)):\(quote($0.value))" }.joined(separator: ",") + "}"
+    }
+
+    private static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
@@ -157,8 +215,6 @@ public final class CampaignImporter {
         let at = now.milliseconds
         let start = max(campaign.startAt, now)
         let interval = campaign.rate.map { 1000 / $0 } ?? 0
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
         try store.writeDurably { db in
             let insert = try db.cachedStatement(
                 sql: """
@@ -169,9 +225,9 @@ public final class CampaignImporter {
             let existing = try db.cachedStatement(sql: "SELECT source_line FROM outbox WHERE campaign_id = ? AND recipient = ?")
             for recipient in pending {
                 let email = recipient.email.lowercased()
-                let locale = recipient.locale.flatMap { $0.isEmpty ? nil : try? LocaleTag($0) } ?? defaultLocale
+                let locale = recipient.locale.flatMap { $0.isEmpty ? nil : self.locale($0) } ?? defaultLocale
                 let due = start.milliseconds + Int64((Double(position) * interval).rounded())
-                let variables = recipient.variables.isEmpty ? nil : String(decoding: try encoder.encode(recipient.variables), as: UTF8.self)
+                let variables = recipient.variables.isEmpty ? nil : Self.json(recipient.variables)
                 try insert.execute(arguments: [
                     campaign.kind.rawValue, email, email, locale.value, recipient.displayName.flatMap { $0.isEmpty ? nil : $0 },
                     settingsJSON, "<\(RandomToken.hex(bytes: 12)).herald@\(messageDomain)>", at, due, at, campaign.id, variables,

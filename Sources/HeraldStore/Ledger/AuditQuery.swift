@@ -68,7 +68,8 @@ extension HeraldStore {
         let sql = """
             SELECT * FROM (
                 SELECT o.id, o.recipient, o.action, o.campaign_id, o.state, o.queued_at, o.sent_at, o.email,
-                    CASE WHEN o.last_reply IS NULL THEN NULL ELSE o.last_reply END AS smtp_reply,
+                    (SELECT a.reply_text FROM delivery_attempts a WHERE a.outbox_id = o.id AND a.outcome != 'interrupted'
+                        ORDER BY a.id DESC LIMIT 1) AS smtp_reply,
                     (SELECT MIN(e.at) FROM link_events e JOIN action_codes c ON c.id = e.code_id
                         WHERE c.outbox_id = o.id AND e.kind = 'click') AS first_click_at,
                     r.redeemed_at,
@@ -76,8 +77,8 @@ extension HeraldStore {
                     (SELECT e.user_agent FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1)
                         AS redeemed_user_agent,
                     EXISTS (SELECT 1 FROM action_codes c WHERE c.outbox_id = o.id AND c.superseded_at IS NOT NULL) AS superseded,
-                    (r.id IS NULL AND (o.state = 'expired' OR (o.sent_at IS NOT NULL AND NOT EXISTS (
-                        SELECT 1 FROM action_codes c WHERE c.outbox_id = o.id AND c.expires_at > :now AND c.superseded_at IS NULL))))
+                    (r.id IS NULL AND (o.state = 'expired' OR (o.sent_at IS NOT NULL AND (
+                        SELECT c.expires_at FROM action_codes c WHERE c.outbox_id = o.id ORDER BY c.id DESC LIMIT 1) <= :now)))
                         AS expired
                 FROM outbox o
                 LEFT JOIN action_codes r ON r.id = (
