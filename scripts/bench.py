@@ -5,7 +5,8 @@ In one run against one smtp-sink on loopback, with one reused connection each:
   (a) smtp-source -d sends N messages of Herald's rendered size;
   (b) Herald queues N verification emails (`herald send --recipients`) and its worker
       renders, sends and records each one (`herald worker --until-empty --concurrency 1`).
-Prints both rates, their ratio, Herald's queueing rate and the worker's peak RSS.
+Prints both rates, their ratio, Herald's queueing rate and the worker's peak RSS, then
+(c) imports a 1,000,000-row campaign CSV and prints rows/s and peak RSS.
 Each side runs --runs times; medians are reported. Not a test: nothing here asserts.
 """
 from __future__ import annotations
@@ -83,6 +84,7 @@ def main() -> None:
     parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
     parser.add_argument("-n", type=int, default=20000, help="messages per run (>= 20000 for the target)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
     args = parser.parse_args()
     for tool in ("smtp-sink", "smtp-source"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
@@ -128,6 +130,23 @@ def main() -> None:
                   f"(ledger: {sent} sent) | herald queue {queue_rates[-1]:,.0f} msg/s | worker peak RSS {peak / 1024:.1f} MiB",
                   flush=True)
 
+        import_line = None
+        if args.import_rows:
+            csv_path = work / "campaign.csv"
+            with csv_path.open("w") as out:
+                out.write("email,display_name,locale,plan\n")
+                for i in range(args.import_rows):
+                    out.write(f"user{i}@example.com,User {i},{'pl' if i % 3 == 0 else 'en'},p{i % 7}\n")
+            env = {**base_env, "HERALD_DATABASE_PATH": str(work / "import.sqlite")}
+            seconds, peak = run_with_rss([args.herald, "campaign", "create", "bench", "--action", "verify-email",
+                                          "--recipients", str(csv_path)], env)
+            with sqlite3.connect(work / "import.sqlite") as db:
+                rows = db.execute("SELECT COUNT(*) FROM outbox WHERE campaign_id IS NOT NULL").fetchone()[0]
+            if rows != args.import_rows:
+                sys.exit(f"bench: import stored {rows} rows, expected {args.import_rows}")
+            import_line = (f"campaign import             {args.import_rows / seconds:,.0f} rows/s for {args.import_rows:,} CSV rows "
+                           f"(target >= 50,000), peak RSS {peak / 1024:.1f} MiB")
+
         source, herald = statistics.median(source_rates), statistics.median(herald_rates)
         print()
         print(f"messages per run          {args.n} (rendered verification emails, {size} bytes each)")
@@ -137,6 +156,8 @@ def main() -> None:
         print(f"ratio herald/smtp-source  {herald / source:.2f} (target >= 0.70)")
         print(f"herald queueing           {statistics.median(queue_rates):,.0f} msg/s (send --recipients)")
         print(f"herald worker peak RSS    {max(rss) / 1024:.1f} MiB")
+        if import_line:
+            print(import_line)
     finally:
         sink.terminate()
         sink.wait(timeout=10)

@@ -23,6 +23,7 @@ public final class HeraldStore: Sendable {
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA cache_size = -32768")  // 32 MiB of pages: big imports keep their indexes in memory
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)

@@ -62,6 +62,7 @@ import Testing
 
     @Test func csvLinesHandleQuotes() throws {
         #expect(try CSVLine.parse(#"a,"b,c","d ""e""",,f"#) == ["a", "b,c", #"d "e""#, "", "f"])
+        #expect(try CSVLine.parse("a,,żółw,") == ["a", "", "żółw", ""])
         #expect(throws: HeraldError.self) { try CSVLine.parse(#"a,"b"#) }
     }
 

@@ -18,6 +18,8 @@ public final class CampaignImporter {
     struct Recipient {
         var line: Int?
         var email: String
+        /// The canonical address, set once the row is validated.
+        var address = ""
         var displayName: String?
         var locale: String?
         var variables: [String: String]
@@ -42,7 +44,7 @@ public final class CampaignImporter {
 
     static let maximumField = 1000
 
-    public init(store: HeraldStore, campaign: Campaign, defaultLocale: LocaleTag, messageDomain: String, batchSize: Int = 5000) throws {
+    public init(store: HeraldStore, campaign: Campaign, defaultLocale: LocaleTag, messageDomain: String, batchSize: Int = 20000) throws {
         self.store = store
         self.campaign = campaign
         self.defaultLocale = defaultLocale
@@ -150,7 +152,9 @@ public final class CampaignImporter {
         if let long = recipient.variables.first(where: { $0.value.count > Self.maximumField }) {
             return try reject(line, "field too long: \(long.key)", recipient.raw)
         }
-        guard (try? EmailAddress(recipient.email)) != nil else { return try reject(line, "invalid address", recipient.raw) }
+        guard let address = try? EmailAddress(recipient.email) else { return try reject(line, "invalid address", recipient.raw) }
+        var recipient = recipient
+        recipient.address = address.value
         if let name = recipient.displayName, !name.isEmpty, (try? DisplayName.validate(name)) == nil {
             return try reject(line, "invalid display_name", recipient.raw)
         }
@@ -224,13 +228,13 @@ public final class CampaignImporter {
                     """)
             let existing = try db.cachedStatement(sql: "SELECT source_line FROM outbox WHERE campaign_id = ? AND recipient = ?")
             for recipient in pending {
-                let email = recipient.email.lowercased()
+                let email = recipient.address
                 let locale = recipient.locale.flatMap { $0.isEmpty ? nil : self.locale($0) } ?? defaultLocale
                 let due = start.milliseconds + Int64((Double(position) * interval).rounded())
                 let variables = recipient.variables.isEmpty ? nil : Self.json(recipient.variables)
                 try insert.execute(arguments: [
                     campaign.kind.rawValue, email, email, locale.value, recipient.displayName.flatMap { $0.isEmpty ? nil : $0 },
-                    settingsJSON, "<\(RandomToken.hex(bytes: 12)).herald@\(messageDomain)>", at, due, at, campaign.id, variables,
+                    settingsJSON, MessageID.next(domain: messageDomain), at, due, at, campaign.id, variables,
                     campaign.linkLifetime, recipient.line,
                 ])
                 if db.changesCount > 0 {

@@ -55,7 +55,7 @@ extension HeraldStore {
                 """
         ).execute(arguments: [
             request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
-            request.locale.value, request.displayName, settings, "<\(RandomToken.hex(bytes: 12)).herald@\(messageDomain)>",
+            request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
             priority, at, at, at,
         ])
         return db.lastInsertedRowID
