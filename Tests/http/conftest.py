@@ -16,6 +16,8 @@ line `READY http://127.0.0.1:<port>` and returns a HeraldServer
 
 from __future__ import annotations
 
+import importlib.util
+
 import os
 import sys
 from pathlib import Path
@@ -31,24 +33,18 @@ from helpers import REPO_ROOT, CaptureServer, deep_merge  # noqa: E402
 from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
 
 
-def _resolve_herald_bin() -> Path:
-    value = os.environ.get("HERALD_BIN")
-    path = Path(value) if value else Path(".build/debug/herald")
-    if not path.is_absolute():
-        path = REPO_ROOT / path
-    return path
+def _load_integration_conftest():
+    """The integration suite's conftest under a name of its own: `herald_bin` lives there, once."""
+    name = "herald_integration_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "Tests" / "integration" / "conftest.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-@pytest.fixture(scope="session")
-def herald_bin() -> Path:
-    path = _resolve_herald_bin()
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(
-            f"herald binary not found or not executable at {path}. Build it first "
-            "(`swift build` in the repository root) or point $HERALD_BIN at it.",
-            pytrace=False,
-        )
-    return path
+herald_bin = _load_integration_conftest().herald_bin
 
 
 @pytest.fixture
