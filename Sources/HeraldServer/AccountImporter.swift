@@ -30,7 +30,15 @@ public enum AccountImporter {
                     guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
                         throw HeraldError(.argumentError, "not a JSON object")
                     }
-                    fields = object.mapValues { "\($0)" }
+                    fields = object.compactMapValues { value -> String? in
+                        switch value {
+                        case is NSNull: nil
+                        case let text as String: text
+                        case let number as NSNumber:
+                            String(cString: number.objCType) == "c" ? (number.boolValue ? "true" : "false") : number.stringValue
+                        default: "\(value)"
+                        }
+                    }
                 } else {
                     let cells = try CSVLine.parse(String(line))
                     guard let names = header else {

@@ -45,8 +45,8 @@ struct CreateCampaign: AsyncParsableCommand {
             let perSecond = try rate.map(Self.parseRate)
             let start = try startAt.map(Self.parseTime) ?? Date()
             let lifetime = try linkLifetime.map { text in
-                guard let seconds = DurationText.parse(text), seconds > 0 else {
-                    throw HeraldError(.argumentError, "--link-lifetime: expected a duration such as 90m, 48h or 7d")
+                guard let seconds = DurationText.parse(text), seconds > 0, seconds <= 366 * 86_400 else {
+                    throw HeraldError(.argumentError, "--link-lifetime: expected a duration up to 366d, such as 90m, 48h or 7d")
                 }
                 return seconds
             }
@@ -80,8 +80,10 @@ struct CreateCampaign: AsyncParsableCommand {
     static func parseRate(_ text: String) throws -> Double {
         let parts = text.split(separator: "/")
         let unit: [Substring: Double] = ["s": 1, "m": 60, "h": 3600]
-        guard parts.count == 2, let count = Double(parts[0]), count > 0, count.isFinite, let seconds = unit[parts[1]] else {
-            throw HeraldError(.argumentError, "--rate: expected N/s, N/m or N/h, got '\(text)'")
+        guard parts.count == 2, let count = Double(parts[0]), count.isFinite, let seconds = unit[parts[1]],
+            (1.0 / 86_400...1_000_000).contains(count / seconds)
+        else {
+            throw HeraldError(.argumentError, "--rate: expected N/s, N/m or N/h between 1/day and 1,000,000/s, got '\(text)'")
         }
         return count / seconds
     }
@@ -90,7 +92,7 @@ struct CreateCampaign: AsyncParsableCommand {
     static func parseTime(_ text: String) throws -> Date {
         if text == "now" { return Date() }
         if text.hasPrefix("+"), let seconds = DurationText.parse(String(text.dropFirst())) { return Date().addingTimeInterval(seconds) }
-        if let date = try? Date(text, strategy: .iso8601) { return date }
+        if let date = try? Date(text, strategy: .iso8601), abs(date.timeIntervalSinceNow) < 10 * 366 * 86_400 { return date }
         throw HeraldError(.argumentError, "expected an ISO 8601 time (2026-11-22T10:00:00Z), now, or +10m; got '\(text)'")
     }
 }

@@ -44,6 +44,13 @@ extension IdentityToolkit {
             if let verified = try body.bool("emailVerified") { account.emailVerified = verified }
             if let disabled = try body.bool("disableUser") { account.disabled = disabled }
             if try body.strings("deleteAttribute").contains("DISPLAY_NAME") { account.displayName = nil }
+            if let seconds = try body.string("validSince") {
+                // revoke_refresh_tokens: tokens issued before this second stop working.
+                guard let value = Int64(seconds), value >= 0, value < 253_402_300_800 else {
+                    throw HeraldError(.invalidArgument, "validSince must be Unix seconds")
+                }
+                account.validSince = value * 1000
+            }
             try HeraldStore.update(db, account)
             return account
         }
@@ -109,9 +116,11 @@ extension IdentityToolkit {
         let email = try body.string("email").map { try EmailAddress($0).value }
         let password = try body.string("password")
         if !admin && (email == nil || password == nil) {
-            throw HeraldError(email == nil ? .missingEmail : .argumentError, email == nil ? "" : "MISSING_PASSWORD")
+            throw HeraldError(email == nil ? .missingEmail : .init("MISSING_PASSWORD"), "")
         }
+        if try body.string("localId") != nil && !admin { throw HeraldError(.insufficientPermission, "localId is for admin calls") }
         if let password { try PasswordHasher.checkStrength(password) }
+        if let email, try context.store.account(email: email) != nil { throw HeraldError(.emailExists, "") }  // before the slow hash
         let now = Date()
         let account = Account(
             uid: try body.string("localId") ?? ServerContext.newUID(), email: email,
@@ -129,17 +138,19 @@ extension IdentityToolkit {
         let body = try JSONBody(
             call.body, allowed: ["email", "password", "returnSecureToken", "tenantId", "captchaResponse", "clientType", "recaptchaVersion"])
         guard let email = try body.string("email"), !email.isEmpty else { throw HeraldError(.missingEmail, "") }
-        guard let password = try body.string("password"), !password.isEmpty else { throw HeraldError(.argumentError, "MISSING_PASSWORD") }
+        guard let password = try body.string("password"), !password.isEmpty else { throw HeraldError(.init("MISSING_PASSWORD"), "") }
         let protected = context.configuration.server.enumerationProtection
         guard var account = try context.store.account(email: email.lowercased()) else {
+            PasswordHasher.spendVerificationTime(password)  // an unknown email takes as long as a wrong password
             throw HeraldError(protected ? .invalidLoginCredentials : .emailNotFound, "")
         }
         guard let hash = account.passwordHash, PasswordHasher.verify(password, against: hash) else {
+            if account.passwordHash == nil { PasswordHasher.spendVerificationTime(password) }
             throw HeraldError(protected ? .invalidLoginCredentials : .init("INVALID_PASSWORD"), "")
         }
         guard !account.disabled else { throw HeraldError(.userDisabled, "") }
         account.lastLoginAt = Date()
-        try context.store.update(account)
+        try context.store.recordLogin(uid: account.uid, at: account.lastLoginAt!)  // only this column: never a stale row
         return context.session(for: account, provider: "password").merging([
             "kind": "identitytoolkit#VerifyPasswordResponse", "registered": true,
         ]) { $1 }

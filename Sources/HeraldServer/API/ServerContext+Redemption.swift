@@ -23,6 +23,13 @@ extension ServerContext {
     /// Consumes a PASSWORD_RESET code and sets the new password; earlier sessions end.
     func applyPasswordReset(code: String, newPassword: String, visitor: Visitor) throws -> Account {
         try PasswordHasher.checkStrength(newPassword)
+        // Refuse unusable codes before the deliberately slow hash (redeem checks again, atomically).
+        let record = try store.code(code)
+        let problem = record == nil ? HeraldError(.invalidOOBCode, "") : record!.problem(at: Date(), expecting: [.resetPassword])
+        if let problem {
+            try store.recordLinkEvent(codeID: record?.id, kind: "rejected", visitor: visitor, detail: problem.code.rawValue)
+            throw problem
+        }
         let hash = try PasswordHasher.hash(newPassword)  // slow on purpose: outside the write transaction
         return try store.redeem(code, expecting: [.resetPassword], visitor: visitor) { db, record in
             guard var account = try HeraldStore.account(db, email: record.email) else { throw HeraldError(.emailNotFound, "") }
@@ -47,7 +54,7 @@ extension ServerContext {
             let now = Date()
             var isNew = false
             var account: Account
-            if let target = linkTo {
+            if let target = try linkTo.flatMap({ try HeraldStore.account(db, uid: $0.uid) }) {
                 if let owner = try HeraldStore.account(db, email: canonical), owner.uid != target.uid {
                     throw HeraldError(.emailExists, "")
                 }

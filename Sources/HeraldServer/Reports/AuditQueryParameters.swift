@@ -41,23 +41,32 @@ enum AuditQueryParameters {
     static func stream(_ filter: AuditFilter, store: HeraldStore) -> Response {
         let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(16))
         DispatchQueue.global().async {
-            func send(_ text: String) {
+            /// Waits while the client is behind; stops the scan when it has gone away.
+            func send(_ text: String) throws {
                 let chunk = ByteBuffer(string: text)
-                while case .dropped = continuation.yield(chunk) { Thread.sleep(forTimeInterval: 0.005) }
+                while true {
+                    switch continuation.yield(chunk) {
+                    case .dropped: Thread.sleep(forTimeInterval: 0.005)
+                    case .terminated: throw CancellationError()
+                    default: return
+                    }
+                }
             }
             var pending = ""
             do {
                 try store.audit(filter) { row in
                     pending += AuditFormatter.line(row, .jsonl) + "\n"
                     if pending.utf8.count > 32 * 1024 {
-                        send(pending)
+                        try send(pending)
                         pending = ""
                     }
                 }
+            } catch is CancellationError {
+                return continuation.finish()
             } catch {
                 pending += #"{"error":"audit query failed"}"# + "\n"
             }
-            if !pending.isEmpty { send(pending) }
+            if !pending.isEmpty { try? send(pending) }
             continuation.finish()
         }
         return Response(

@@ -23,6 +23,13 @@ public enum PasswordHasher {
         return a.count == b.count && zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
+    /// Does the work of one verification against a fixed hash, so a missing account answers as slowly as a wrong password.
+    static func spendVerificationTime(_ password: String) {
+        _ = verify(password, against: dummy)
+    }
+
+    private static let dummy = (try? hash("herald-timing-equaliser")) ?? ""
+
     /// - Throws: `WEAK_PASSWORD` under six characters.
     public static func checkStrength(_ password: String) throws {
         if password.count < minimumLength {

@@ -71,6 +71,9 @@ final class ServerContext: Sendable {
     func throttleSilentSend(recipient: String, kind: ActionKind, now: Date = Date()) throws {
         let policy = configuration.policy
         try silentSends.withLock { sends in
+            if sends.count > 100_000 {  // bounded memory: forget requests older than the 24 h window
+                sends = sends.filter { now.timeIntervalSince($0.value.last ?? .distantPast) < 86_400 }
+            }
             let key = kind.rawValue + " " + recipient
             let recent = (sends[key] ?? []).filter { now.timeIntervalSince($0) < 86_400 }
             if let latest = recent.last, now.timeIntervalSince(latest) < policy.cooldown { throw HeraldError(.tooManyAttempts, "") }

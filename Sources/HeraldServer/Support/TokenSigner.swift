@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
+import HeraldStore
 
 /// Issues and checks Herald's ID tokens: JWTs signed with HMAC-SHA256 under the server's key, valid 1 h.
 struct TokenSigner: Sendable {
@@ -19,7 +20,7 @@ struct TokenSigner: Sendable {
         var payload: [String: Any] = [
             "iss": "https://securetoken.google.com/\(projectID)", "aud": projectID, "sub": uid, "user_id": uid,
             "auth_time": seconds, "iat": seconds, "exp": seconds + Int(Self.lifetime),
-            "herald_iat_ms": Int64(now.timeIntervalSince1970 * 1000),
+            "herald_iat_ms": now.milliseconds,  // the same rounding as validSince
             "firebase": ["sign_in_provider": provider, "identities": ["email": email.map { [$0] } ?? []]],
         ]
         if let email {

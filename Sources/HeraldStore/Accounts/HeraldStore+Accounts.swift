@@ -60,6 +60,13 @@ extension HeraldStore {
                 """, arguments: account.arguments)
     }
 
+    /// Sets only `last_login_at`, so a concurrent reset or revocation is never overwritten by a stale row.
+    public func recordLogin(uid: String, at date: Date) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE accounts SET last_login_at = ? WHERE uid = ?", arguments: [date.milliseconds, uid])
+        }
+    }
+
     /// Deletes an account; returns false when there was none.
     @discardableResult
     public func deleteAccount(uid: String) throws -> Bool {

@@ -22,16 +22,19 @@ struct CSVRecordReader {
     mutating func next() throws -> (line: Int, bytes: ArraySlice<UInt8>)? {
         var index = start
         var inQuotes = false
+        var atFieldStart = true
         var newlines = 0
         while true {
             while index < buffer.count {
                 let byte = buffer[index]
-                if byte == UInt8(ascii: "\"") {
+                // As in CSVLine: a quote opens a quoted field only at its start; elsewhere it is a literal.
+                if byte == UInt8(ascii: "\"") && (inQuotes || atFieldStart) {
                     inQuotes.toggle()
                 } else if byte == UInt8(ascii: "\n") {
                     if !inQuotes { return emit(upTo: index, newlines: newlines, consumed: index + 1) }
                     newlines += 1
                 }
+                atFieldStart = !inQuotes && byte == UInt8(ascii: ",")
                 index += 1
             }
             if finished {

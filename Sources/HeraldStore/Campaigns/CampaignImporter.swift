@@ -204,6 +204,7 @@ public final class CampaignImporter {
     private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
         summary.rejected += 1
         batchRejects.append((line, reason, raw))
+        if batchRejects.count >= batchSize { try flush() }
     }
 
     /// Writes the batch in one fsynced transaction; conflicts are re-runs (same line) or duplicates.

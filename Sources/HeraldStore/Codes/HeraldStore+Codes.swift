@@ -52,7 +52,7 @@ extension HeraldStore {
         let at = now.milliseconds
         var codeID: Int64?
         do {
-            return try pool.write { db in
+            return try writeDurably { db in
                 let claimed = try Row.fetchOne(
                     db,
                     sql: """
@@ -98,7 +98,7 @@ extension HeraldStore {
                 db,
                 sql: """
                     SELECT COUNT(*) AS sent, MAX(queued_at) AS latest FROM outbox
-                    WHERE recipient = ? AND action = ? AND queued_at > ?
+                    WHERE recipient = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
                     """, arguments: [request.recipient.value, request.kind.rawValue, at - 86_400_000])!
             if let latest = row["latest"] as Int64?, at - latest < Int64(cooldown * 1000) {
                 throw HeraldError(.tooManyAttempts, "")

@@ -82,7 +82,7 @@ extension HeraldStore {
                 sql: """
                     UPDATE outbox SET state = 'expired', updated_at = :now,
                         last_reply = 'expired: queued longer than worker.maxQueueWait'
-                    WHERE state IN ('queued','deferred') AND action = :action AND queued_at < :cutoff
+                    WHERE state IN ('queued','deferred') AND action = :action AND queued_at < :cutoff AND campaign_id IS NULL
                     """,
                 arguments: ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)])
         }
