@@ -41,6 +41,12 @@ enum LoggingBootstrap {
     static func once() { _ = bootstrap }
 }
 
+/// Pretty, key-sorted JSON for `--json` output.
+func prettyJSON(_ value: Any) throws -> String {
+    String(
+        decoding: try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+}
+
 /// Runs a command body, turning any failure into one `error: …` line on stderr and exit code 1.
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {

@@ -76,7 +76,7 @@ public enum AccountImporter {
         if let password { try PasswordHasher.checkStrength(password) }
         let now = Date()
         return Account(
-            uid: value("uid", "localId") ?? String(ActionCode.generate().plaintext.filter { $0.isLetter || $0.isNumber }.prefix(28)),
+            uid: value("uid", "localId") ?? ServerContext.newUID(),
             email: try EmailAddress(email).value, emailVerified: try flag("emailVerified", "email_verified"),
             passwordHash: try password.map(PasswordHasher.hash),
             displayName: try value("displayName", "display_name").map(DisplayName.validate), disabled: try flag("disabled"),

@@ -48,12 +48,11 @@ struct ListAccounts: AsyncParsableCommand {
                         "uid": account.uid, "email": account.email ?? NSNull(), "emailVerified": account.emailVerified,
                         "displayName": account.displayName ?? NSNull(), "disabled": account.disabled,
                         "hasPassword": account.passwordHash != nil, "emailLinkSignin": account.emailLinkSignin,
-                        "createdAt": MessagesCommand.iso(account.createdAt),
-                        "lastLoginAt": account.lastLoginAt.map(MessagesCommand.iso) ?? NSNull(),
+                        "createdAt": account.createdAt.iso8601,
+                        "lastLoginAt": account.lastLoginAt.map(\.iso8601) ?? NSNull(),
                     ]
                 }
-                let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
+                print(try prettyJSON(objects))
                 return
             }
             for account in accounts {

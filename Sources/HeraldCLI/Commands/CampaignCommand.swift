@@ -106,25 +106,25 @@ struct ListCampaigns: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let store = try await Runtime.load(global).openStore()
-            let reports = try store.campaigns().map { try store.report(campaign: $0.id) }
+            // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
+            let rows = try store.campaigns().map { campaign in (campaign, try store.counts(campaign: campaign.id)) }
             if json {
-                let objects: [[String: Any]] = reports.map { report in
+                let objects: [[String: Any]] = rows.map { campaign, counts in
                     [
-                        "id": report.campaign.id, "name": report.campaign.name, "action": report.campaign.kind.rawValue, "state": report.status,
-                        "imported": report.total, "rejected": report.campaign.rejected, "rate": report.campaign.rate ?? NSNull(),
-                        "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, report.counts[$0] ?? 0) }),
+                        "id": campaign.id, "name": campaign.name, "action": campaign.kind.rawValue, "state": campaign.status(counts: counts),
+                        "imported": counts.values.reduce(0, +), "rejected": campaign.rejected, "rate": campaign.rate ?? NSNull(),
+                        "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, counts[$0] ?? 0) }),
                     ]
                 }
-                let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
+                print(try prettyJSON(objects))
                 return
             }
-            for report in reports {
+            for (campaign, counts) in rows {
                 print(
-                    "\(report.campaign.id)  \(report.campaign.name)  \(report.campaign.kind.rawValue)  \(report.status)  "
-                        + "sent \(report.sent)/\(report.total)  rejected \(report.campaign.rejected)")
+                    "\(campaign.id)  \(campaign.name)  \(campaign.kind.rawValue)  \(campaign.status(counts: counts))  "
+                        + "sent \(counts[.sent] ?? 0)/\(counts.values.reduce(0, +))  rejected \(campaign.rejected)")
             }
-            print("\(reports.count) campaign(s)")
+            print("\(rows.count) campaign(s)")
         }
     }
 }

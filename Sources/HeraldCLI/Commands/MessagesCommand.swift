@@ -36,12 +36,11 @@ struct MessagesCommand: AsyncParsableCommand {
                 "id": row.id, "action": row.kind.rawValue, "recipient": row.recipient.value, "email": row.email.value,
                 "newEmail": row.newEmail?.value ?? NSNull(), "locale": row.locale.value, "state": row.state.rawValue,
                 "attempts": row.attempts, "lastReplyCode": row.lastReplyCode ?? NSNull(), "lastReply": row.lastReply ?? NSNull(),
-                "queuedAt": iso(row.queuedAt), "sentAt": row.sentAt.map(iso) ?? NSNull(), "messageId": row.messageID,
-                "nextAttemptAt": row.state == .deferred ? iso(row.nextAttemptAt) : NSNull(),
+                "queuedAt": row.queuedAt.iso8601, "sentAt": row.sentAt.map(\.iso8601) ?? NSNull(), "messageId": row.messageID,
+                "nextAttemptAt": row.state == .deferred ? row.nextAttemptAt.iso8601 : NSNull(),
             ]
         }
-        let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+        return try prettyJSON(objects)
     }
 
     static func table(_ rows: [OutboxMessage]) -> String {
@@ -49,7 +48,7 @@ struct MessagesCommand: AsyncParsableCommand {
         let body = rows.map { row in
             [
                 "\(row.id)", row.kind.rawValue, row.recipient.value, row.state.rawValue, "\(row.attempts)",
-                String((row.lastReply ?? "").prefix(48)), iso(row.queuedAt), row.sentAt.map(iso) ?? "-",
+                String((row.lastReply ?? "").prefix(48)), row.queuedAt.iso8601, row.sentAt.map(\.iso8601) ?? "-",
             ]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
@@ -58,11 +57,5 @@ struct MessagesCommand: AsyncParsableCommand {
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
         }
         return (lines + ["\(rows.count) message(s)"]).joined(separator: "\n")
-    }
-
-    static func iso(_ date: Date) -> String {
-        date.formatted(
-            .iso8601.year().month().day().timeSeparator(.colon).time(includingFractionalSeconds: false).dateSeparator(.dash).timeZone(
-                separator: .omitted))
     }
 }

@@ -77,7 +77,7 @@ struct IdentityToolkit: Sendable {
             URLComponents(string: request.uri.description)?.queryItems?.first { $0.name == "key" }?.value
             ?? request.headers[.init("x-goog-api-key")!]
         guard let key, !key.isEmpty else { throw FirebaseError.missingAPIKey }
-        guard context.signer.constantTimeEqual(key, context.configuration.project.apiKey) else { throw FirebaseError.invalidAPIKey }
+        guard Secret.equal(key, context.configuration.project.apiKey) else { throw FirebaseError.invalidAPIKey }
         return .app
     }
 

@@ -58,7 +58,7 @@ struct ActionPages: Sendable {
         guard let (kind, code) = actionParameters(form), kind != .signIn else {
             return page(.error, lang, ["message": "missing_parameters"], .badRequest)
         }
-        guard let token = form["csrfToken"], context.signer.constantTimeEqual(token, csrfToken(code)) else {
+        guard let token = form["csrfToken"], Secret.equal(token, csrfToken(code)) else {
             let store = context.store
             _ = try? await offload {
                 try store.recordLinkEvent(codeID: try store.code(code)?.id, kind: "rejected", visitor: visitor, detail: "CSRF")
@@ -108,7 +108,7 @@ struct ActionPages: Sendable {
 
     private func actionParameters(_ values: [String: String]) -> (ActionKind, String)? {
         guard let mode = values["mode"], let kind = ActionKind(mode: mode), let code = values["oobCode"], !code.isEmpty,
-            let apiKey = values["apiKey"], context.signer.constantTimeEqual(apiKey, context.configuration.project.apiKey)
+            let apiKey = values["apiKey"], Secret.equal(apiKey, context.configuration.project.apiKey)
         else { return nil }
         return (kind, code)
     }

@@ -34,19 +34,18 @@ public enum AuditFormatter {
             }.joined(separator: ",")
         case .table:
             return [
-                "\(row.id)", row.recipient, row.action, row.campaign.map(String.init) ?? "-", row.state, iso(row.queuedAt),
-                row.sentAt.map(iso) ?? "-", String((row.smtpReply ?? "-").prefix(24)), row.firstClickAt.map(iso) ?? "-",
-                row.redeemedAt.map(iso) ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no",
+                "\(row.id)", row.recipient, row.action, row.campaign.map(String.init) ?? "-", row.state, row.queuedAt.iso8601,
+                row.sentAt.map(\.iso8601) ?? "-", String((row.smtpReply ?? "-").prefix(24)), row.firstClickAt.map(\.iso8601) ?? "-",
+                row.redeemedAt.map(\.iso8601) ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no",
             ].joined(separator: "  ")
         }
     }
 
     private static func fields(_ row: AuditRow) -> [Any?] {
         [
-            row.id, row.recipient, row.action, row.campaign, row.state, iso(row.queuedAt), row.sentAt.map(iso), row.smtpReply,
-            row.firstClickAt.map(iso), row.redeemedAt.map(iso), row.redeemedIP, row.redeemedUserAgent, row.expired, row.superseded,
+            row.id, row.recipient, row.action, row.campaign, row.state, row.queuedAt.iso8601, row.sentAt.map(\.iso8601), row.smtpReply,
+            row.firstClickAt.map(\.iso8601), row.redeemedAt.map(\.iso8601), row.redeemedIP, row.redeemedUserAgent, row.expired, row.superseded,
         ]
     }
 
-    static func iso(_ date: Date) -> String { date.formatted(.iso8601) }
 }

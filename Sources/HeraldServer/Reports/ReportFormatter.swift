@@ -13,7 +13,7 @@ public enum ReportFormatter {
             "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, report.counts[$0] ?? 0) }),
             "replyCodes": report.replyCodes, "total": report.total, "sent": report.sent, "clicked": report.clicked,
             "redeemed": report.redeemed, "redemptionRate": report.redemptionRate, "bucketSeconds": report.bucketSeconds,
-            "funnel": report.funnel.map { ["start": iso($0.start), "sent": $0.sent, "redeemed": $0.redeemed] },
+            "funnel": report.funnel.map { ["start": $0.start.iso8601, "sent": $0.sent, "redeemed": $0.redeemed] },
         ]
         object["timeToRedeem"] = report.timeToRedeem.map { ["p50": $0.p50, "p90": $0.p90, "p99": $0.p99] } ?? NSNull()
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
@@ -43,7 +43,7 @@ public enum ReportFormatter {
         if !report.funnel.isEmpty {
             lines += ["", "funnel (per \(duration(Double(report.bucketSeconds)))):", "start                 sent  redeemed"]
             for bucket in report.funnel {
-                lines.append("\(iso(bucket.start))  \(String(bucket.sent).leftPad(6))  \(String(bucket.redeemed).leftPad(8))")
+                lines.append("\(bucket.start.iso8601)  \(String(bucket.sent).leftPad(6))  \(String(bucket.redeemed).leftPad(8))")
             }
         }
         return lines.joined(separator: "\n")
@@ -115,7 +115,7 @@ public enum ReportFormatter {
             for (offset, value, colour) in [(1.0, bucket.sent, "#2563eb"), (bar + 1, bucket.redeemed, "#16a34a")] {
                 let h = plotHeight * Double(value) / Double(peak)
                 parts.append(
-                    "<rect x=\(quote(x + offset)) y=\(quote(top + plotHeight - h)) width=\(quote(bar)) height=\(quote(h)) fill=\"\(colour)\"><title>\(iso(bucket.start)): \(value)</title></rect>"
+                    "<rect x=\(quote(x + offset)) y=\(quote(top + plotHeight - h)) width=\(quote(bar)) height=\(quote(h)) fill=\"\(colour)\"><title>\(bucket.start.iso8601): \(value)</title></rect>"
                 )
             }
             if index == 0 || index == buckets.count - 1 || (buckets.count > 6 && index % (buckets.count / 4) == 0) {
@@ -127,10 +127,8 @@ public enum ReportFormatter {
         return parts.joined(separator: "\n")
     }
 
-    static func iso(_ date: Date) -> String { date.formatted(.iso8601) }
-
     static func shortTime(_ date: Date) -> String {
-        let text = iso(date)
+        let text = date.iso8601
         return String(text.dropFirst(11).prefix(5))
     }
 

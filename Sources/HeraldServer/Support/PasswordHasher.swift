@@ -18,9 +18,7 @@ public enum PasswordHasher {
         guard parts.count == 4, parts[0] == "pbkdf2-sha256", let rounds = Int(parts[1]), rounds > 0,
             let derived = try? derive(password, salt: parts[2], rounds: rounds)
         else { return false }
-        let a = Array(derived.utf8)
-        let b = Array(parts[3].utf8)
-        return a.count == b.count && zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        return Secret.equal(derived, parts[3])
     }
 
     /// Does the work of one verification against a fixed hash, so a missing account answers as slowly as a wrong password.

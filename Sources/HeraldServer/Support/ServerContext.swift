@@ -61,7 +61,7 @@ final class ServerContext: Sendable {
         let server = configuration.server
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else { return false }
         let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        if !server.adminToken.isEmpty, signer.constantTimeEqual(token, server.adminToken) { return true }
+        if !server.adminToken.isEmpty, Secret.equal(token, server.adminToken) { return true }
         return server.allowEmulatorOwner && token.lowercased() == "owner" && requestContext.isLoopback
     }
 

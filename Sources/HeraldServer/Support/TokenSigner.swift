@@ -36,7 +36,7 @@ struct TokenSigner: Sendable {
     func verify(_ token: String, now: Date = Date()) throws -> Claims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            constantTimeEqual(sign("\(parts[0]).\(parts[1])"), String(parts[2])),
+            Secret.equal(sign("\(parts[0]).\(parts[1])"), String(parts[2])),
             let data = Self.decode(String(parts[1])),
             let payload = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let uid = payload["sub"] as? String, payload["aud"] as? String == projectID,
@@ -50,13 +50,6 @@ struct TokenSigner: Sendable {
     /// A keyed MAC of `text`, base64url: also binds action-page forms to their code (CSRF).
     func sign(_ text: String) -> String {
         Base64URL.encode(Array(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key)))
-    }
-
-    func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     private static func segment(_ object: [String: Any]) -> String {

@@ -19,6 +19,12 @@ public struct Campaign: Sendable, Hashable {
     public let rejected: Int
     public let createdAt: Date
 
+    /// `active`, `paused`, `cancelled`, or `done` once an active campaign has nothing left to send.
+    public func status(counts: [OutboxState: Int]) -> String {
+        let pending = counts.filter { $0.key.isPending }.values.reduce(0, +)
+        return state == .active && pending == 0 && !counts.isEmpty ? "done" : state.rawValue
+    }
+
     init(row: Row) throws {
         guard let kind = ActionKind(rawValue: row["action"]), let state = State(rawValue: row["state"]) else {
             throw HeraldError(.notFound, "campaign \(row["id"] as Int64) has an unknown action or state")

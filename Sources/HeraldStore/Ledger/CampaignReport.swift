@@ -71,8 +71,7 @@ extension HeraldStore {
                     WHERE o.campaign_id = ? AND c.redeemed_at IS NOT NULL GROUP BY o.id ORDER BY 1
                     """, arguments: [id])
             let (funnel, bucket) = Self.funnel(sent: sentTimes, redeemed: redeemTimes)
-            let pending = (counts[.queued] ?? 0) + (counts[.sending] ?? 0) + (counts[.deferred] ?? 0)
-            let status = campaign.state == .active && pending == 0 && !counts.isEmpty ? "done" : campaign.state.rawValue
+            let status = campaign.status(counts: counts)
             return CampaignReport(
                 campaign: campaign, status: status, counts: counts, replyCodes: replyCodes, sent: counts[.sent] ?? 0, clicked: clicked,
                 redeemed: redeemTimes.count, timeToRedeem: Self.percentiles(durations), funnel: funnel, bucketSeconds: bucket)
