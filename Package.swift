@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,18 +51,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
-            name: "HeraldWorker",
-            dependencies: ["HeraldCore", "HeraldMail", "HeraldStore", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "HeraldServer",
+            name: "HeraldActions",
             dependencies: [
-                "HeraldCore", "HeraldMail", "HeraldStore", "HeraldWorker",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Mustache", package: "swift-mustache"),
+                "HeraldCore", "HeraldMail", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,13 +61,34 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "HeraldWorker",
+            dependencies: [
+                "HeraldCore", "HeraldMail", "HeraldStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldActions", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldCore", "HeraldMail", "HeraldStore", "HeraldWorker", "HeraldServer",
+                "HeraldActions", "HeraldCore", "HeraldMail", "HeraldStore", "HeraldWorker", "HeraldServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -96,8 +109,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldActionsTests",
+            dependencies: ["HeraldActions", "HeraldStore", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldWorkerTests",
+            dependencies: ["HeraldWorker", "HeraldStore", "HeraldMail", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldServer", "HeraldActions", "HeraldCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

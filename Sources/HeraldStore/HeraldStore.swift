@@ -1,58 +1,23 @@
-import Foundation
-import GRDB
 import HeraldCore
 
-/// The SQLite ledger: outbox, hashed action codes and delivery attempts, in WAL mode.
+/// The ledger as every entry point and the worker see it: named operations only, no database types.
 ///
-/// Safe to share between threads and processes; every write is one short IMMEDIATE transaction.
+/// Each operation is one transaction. Calls block (SQLite does), so call them from a thread that
+/// may block, never from Swift's cooperative pool. `SQLiteStore` is the embedded implementation;
+/// a second one (PostgreSQL) stands beside it behind the same protocols.
 ///
 /// ```swift
-/// let store = try HeraldStore(path: "var/herald.sqlite")
-/// let id = try store.enqueue(request)
+/// let store: any HeraldStore = try SQLiteStore(path: "var/herald.sqlite")
+/// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
-public final class HeraldStore: Sendable {
-    let pool: DatabasePool
+public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries {}
 
-    /// Opens (creating if needed) the database at `path` and applies pending migrations.
-    public init(path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            try db.execute(sql: "PRAGMA cache_size = -32768")  // 32 MiB of pages: big imports keep their indexes in memory
-        }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try HeraldMigrations.migrator.migrate(pool)
-        } catch let error as DatabaseError {
-            throw HeraldError(.invalidConfiguration, "database \(path): \(error.message ?? "\(error.resultCode)")")
-        }
-    }
-
-    /// Writes in one IMMEDIATE transaction whose commit is fsynced (`synchronous = FULL`).
+/// Opens the store a configuration names.
+public enum StoreOpener {
+    /// The SQLite ledger at `database.path`, created and migrated as needed.
     ///
-    /// The ledger otherwise runs WAL with `synchronous = NORMAL`: a commit survives a process crash
-    /// but may be lost on power failure. Acknowledged requests must survive both, so enqueueing
-    /// uses this; worker bookkeeping does not need to (a lost record means a resend, never a loss).
-    public func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            var result: T?
-            try db.inTransaction(.immediate) {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
-    }
-
-    /// Reads inside a snapshot; for ledger queries and tests.
-    public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+    /// - Throws: `INVALID_CONFIGURATION` naming the path when it cannot be opened.
+    public static func open(_ database: HeraldConfiguration.Database) throws -> any HeraldStore {
+        try SQLiteStore(path: database.path)
     }
 }

@@ -12,6 +12,7 @@ public struct HeraldConfiguration: Sendable {
     public var server = Server()
     public var policy = Policy()
     public var campaigns = Campaigns()
+    public var accounts = Accounts()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -81,6 +82,8 @@ public struct HeraldConfiguration: Sendable {
         public var maxBodyBytes = 65536
         /// HMAC key for ID tokens and page forms; empty means a random key per process.
         public var tokenSecret = ""
+        /// After the embedded worker fails, `/health` answers 503 this long before the server drains and exits.
+        public var failureGrace: TimeInterval = 5
         public init() {}
     }
 
@@ -99,6 +102,18 @@ public struct HeraldConfiguration: Sendable {
         public var unsubscribeMailto = ""
         /// `List-Unsubscribe` https base URL on campaign mail (gets `?campaign=…&email=…`); empty for none.
         public var unsubscribeURL = ""
+        public init() {}
+    }
+
+    /// Who keeps the user accounts.
+    public struct Accounts: Sendable {
+        /// `herald`: Herald stores accounts and applies each redemption (Firebase semantics).
+        /// `app`: the operator's app keeps its users; Herald dispatches, verifies, consumes and records.
+        public enum Owner: String, Sendable, CaseIterable {
+            case herald, app
+        }
+
+        public var owner = Owner.herald
         public init() {}
     }
 

@@ -8,49 +8,104 @@
 /// ```
 public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A stable error code; its raw value is the Firebase error string where one exists.
+    ///
+    /// Closed over a private enum (as swift-service-lifecycle does): callers use the static
+    /// members, adding a code never breaks them, and no ad-hoc code can appear.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+        private enum Backing: String, Hashable, Sendable {
+            case invalidEmail = "INVALID_EMAIL"
+            case missingEmail = "MISSING_EMAIL"
+            case invalidNewEmail = "INVALID_NEW_EMAIL"
+            case missingNewEmail = "MISSING_NEW_EMAIL"
+            case missingContinueURI = "MISSING_CONTINUE_URI"
+            case invalidContinueURI = "INVALID_CONTINUE_URI"
+            case unauthorizedDomain = "UNAUTHORIZED_DOMAIN"
+            case missingAndroidPackageName = "MISSING_ANDROID_PACKAGE_NAME"
+            case missingIOSBundleID = "MISSING_IOS_BUNDLE_ID"
+            case invalidHostingLinkDomain = "INVALID_HOSTING_LINK_DOMAIN"
+            case invalidDynamicLinkDomain = "INVALID_DYNAMIC_LINK_DOMAIN"
+            case argumentError = "ARGUMENT_ERROR"
+            case invalidLocale = "INVALID_LOCALE"
+            case invalidHeader = "INVALID_HEADER"
+            case invalidDisplayName = "INVALID_DISPLAY_NAME"
+            case invalidConfiguration = "INVALID_CONFIGURATION"
+            case templateError = "TEMPLATE_ERROR"
+            case notFound = "NOT_FOUND"
+            case emailExists = "EMAIL_EXISTS"
+            case duplicateLocalID = "DUPLICATE_LOCAL_ID"
+            case emailNotFound = "EMAIL_NOT_FOUND"
+            case userNotFound = "USER_NOT_FOUND"
+            case userDisabled = "USER_DISABLED"
+            case invalidOOBCode = "INVALID_OOB_CODE"
+            case expiredOOBCode = "EXPIRED_OOB_CODE"
+            case missingOOBCode = "MISSING_OOB_CODE"
+            case weakPassword = "WEAK_PASSWORD"
+            case invalidLoginCredentials = "INVALID_LOGIN_CREDENTIALS"
+            case invalidIDToken = "INVALID_ID_TOKEN"
+            case tokenExpired = "TOKEN_EXPIRED"
+            case missingIDToken = "MISSING_ID_TOKEN"
+            case missingRequestType = "MISSING_REQ_TYPE"
+            case invalidRequestType = "INVALID_REQ_TYPE"
+            case insufficientPermission = "INSUFFICIENT_PERMISSION"
+            case tooManyAttempts = "TOO_MANY_ATTEMPTS_TRY_LATER"
+            case invalidArgument = "INVALID_ARGUMENT"
+            case missingIdentifier = "MISSING_IDENTIFIER"
+            case invalidIdentifier = "INVALID_IDENTIFIER"
+            case missingPassword = "MISSING_PASSWORD"
+            case invalidPassword = "INVALID_PASSWORD"
+            case operationNotAllowed = "OPERATION_NOT_ALLOWED"
+            case projectNotFound = "PROJECT_NOT_FOUND"
+        }
+
+        private let backing: Backing
+        private init(_ backing: Backing) { self.backing = backing }
+
+        /// The wire form, e.g. `INVALID_OOB_CODE`.
+        public var rawValue: String { backing.rawValue }
         public var description: String { rawValue }
 
-        public static let invalidEmail = Code("INVALID_EMAIL")
-        public static let missingEmail = Code("MISSING_EMAIL")
-        public static let invalidNewEmail = Code("INVALID_NEW_EMAIL")
-        public static let missingNewEmail = Code("MISSING_NEW_EMAIL")
-        public static let missingContinueURI = Code("MISSING_CONTINUE_URI")
-        public static let invalidContinueURI = Code("INVALID_CONTINUE_URI")
-        public static let unauthorizedDomain = Code("UNAUTHORIZED_DOMAIN")
-        public static let missingAndroidPackageName = Code("MISSING_ANDROID_PACKAGE_NAME")
-        public static let missingIOSBundleID = Code("MISSING_IOS_BUNDLE_ID")
-        public static let invalidHostingLinkDomain = Code("INVALID_HOSTING_LINK_DOMAIN")
-        public static let invalidDynamicLinkDomain = Code("INVALID_DYNAMIC_LINK_DOMAIN")
-        public static let argumentError = Code("ARGUMENT_ERROR")
-        public static let invalidLocale = Code("INVALID_LOCALE")
-        public static let invalidHeader = Code("INVALID_HEADER")
-        public static let invalidDisplayName = Code("INVALID_DISPLAY_NAME")
-        public static let invalidConfiguration = Code("INVALID_CONFIGURATION")
-        public static let templateError = Code("TEMPLATE_ERROR")
-        public static let notFound = Code("NOT_FOUND")
-        public static let emailExists = Code("EMAIL_EXISTS")
-        public static let duplicateLocalID = Code("DUPLICATE_LOCAL_ID")
-        public static let emailNotFound = Code("EMAIL_NOT_FOUND")
-        public static let userNotFound = Code("USER_NOT_FOUND")
-        public static let userDisabled = Code("USER_DISABLED")
-        public static let invalidOOBCode = Code("INVALID_OOB_CODE")
-        public static let expiredOOBCode = Code("EXPIRED_OOB_CODE")
-        public static let missingOOBCode = Code("MISSING_OOB_CODE")
-        public static let weakPassword = Code("WEAK_PASSWORD")
-        public static let invalidLoginCredentials = Code("INVALID_LOGIN_CREDENTIALS")
-        public static let invalidIDToken = Code("INVALID_ID_TOKEN")
-        public static let tokenExpired = Code("TOKEN_EXPIRED")
-        public static let missingIDToken = Code("MISSING_ID_TOKEN")
-        public static let missingRequestType = Code("MISSING_REQ_TYPE")
-        public static let invalidRequestType = Code("INVALID_REQ_TYPE")
-        public static let insufficientPermission = Code("INSUFFICIENT_PERMISSION")
-        public static let tooManyAttempts = Code("TOO_MANY_ATTEMPTS_TRY_LATER")
-        public static let invalidArgument = Code("INVALID_ARGUMENT")
-        public static let missingIdentifier = Code("MISSING_IDENTIFIER")
-        public static let invalidIdentifier = Code("INVALID_IDENTIFIER")
+        public static let invalidEmail = Code(.invalidEmail)
+        public static let missingEmail = Code(.missingEmail)
+        public static let invalidNewEmail = Code(.invalidNewEmail)
+        public static let missingNewEmail = Code(.missingNewEmail)
+        public static let missingContinueURI = Code(.missingContinueURI)
+        public static let invalidContinueURI = Code(.invalidContinueURI)
+        public static let unauthorizedDomain = Code(.unauthorizedDomain)
+        public static let missingAndroidPackageName = Code(.missingAndroidPackageName)
+        public static let missingIOSBundleID = Code(.missingIOSBundleID)
+        public static let invalidHostingLinkDomain = Code(.invalidHostingLinkDomain)
+        public static let invalidDynamicLinkDomain = Code(.invalidDynamicLinkDomain)
+        public static let argumentError = Code(.argumentError)
+        public static let invalidLocale = Code(.invalidLocale)
+        public static let invalidHeader = Code(.invalidHeader)
+        public static let invalidDisplayName = Code(.invalidDisplayName)
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        public static let templateError = Code(.templateError)
+        public static let notFound = Code(.notFound)
+        public static let emailExists = Code(.emailExists)
+        public static let duplicateLocalID = Code(.duplicateLocalID)
+        public static let emailNotFound = Code(.emailNotFound)
+        public static let userNotFound = Code(.userNotFound)
+        public static let userDisabled = Code(.userDisabled)
+        public static let invalidOOBCode = Code(.invalidOOBCode)
+        public static let expiredOOBCode = Code(.expiredOOBCode)
+        public static let missingOOBCode = Code(.missingOOBCode)
+        public static let weakPassword = Code(.weakPassword)
+        public static let invalidLoginCredentials = Code(.invalidLoginCredentials)
+        public static let invalidIDToken = Code(.invalidIDToken)
+        public static let tokenExpired = Code(.tokenExpired)
+        public static let missingIDToken = Code(.missingIDToken)
+        public static let missingRequestType = Code(.missingRequestType)
+        public static let invalidRequestType = Code(.invalidRequestType)
+        public static let insufficientPermission = Code(.insufficientPermission)
+        public static let tooManyAttempts = Code(.tooManyAttempts)
+        public static let invalidArgument = Code(.invalidArgument)
+        public static let missingIdentifier = Code(.missingIdentifier)
+        public static let invalidIdentifier = Code(.invalidIdentifier)
+        public static let missingPassword = Code(.missingPassword)
+        public static let invalidPassword = Code(.invalidPassword)
+        public static let operationNotAllowed = Code(.operationNotAllowed)
+        public static let projectNotFound = Code(.projectNotFound)
     }
 
     public let code: Code

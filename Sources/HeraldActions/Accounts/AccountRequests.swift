@@ -1,0 +1,65 @@
+import Foundation
+import HeraldCore
+
+/// The tokens Firebase returns with every sign-in.
+public struct Session: Sendable, Hashable {
+    public let idToken: String
+    public let refreshToken: String
+    /// Seconds the ID token lives, as Firebase writes it ("3600").
+    public let expiresIn: String
+    public let localId: String
+    public let email: String
+}
+
+/// A new account, from `accounts:signUp` (apps) or an admin create.
+public struct SignUpRequest: Sendable {
+    public var email: String?
+    public var password: String?
+    public var displayName: String?
+    /// Admin only.
+    public var localId: String?
+    /// Admin only.
+    public var emailVerified: Bool?
+    /// Admin only.
+    public var disabled: Bool?
+
+    public init(
+        email: String? = nil, password: String? = nil, displayName: String? = nil, localId: String? = nil, emailVerified: Bool? = nil,
+        disabled: Bool? = nil
+    ) {
+        self.email = email
+        self.password = password
+        self.displayName = displayName
+        self.localId = localId
+        self.emailVerified = emailVerified
+        self.disabled = disabled
+    }
+}
+
+/// What a sign-up produced: the account, and a session when an app signed itself up.
+public struct SignUpResult: Sendable {
+    public let account: Account
+    public let session: Session?
+}
+
+/// An administrator's changes to one account; nil leaves a field as it is.
+public struct AccountEdit: Sendable {
+    public var email: String?
+    public var password: String?
+    public var displayName: String?
+    public var deleteDisplayName = false
+    public var emailVerified: Bool?
+    public var disabled: Bool?
+    /// Unix seconds, as text: tokens issued before stop working (`revoke_refresh_tokens`).
+    public var validSince: String?
+
+    public init() {}
+}
+
+/// `accounts:createAuthUri`'s answer; nil fields are hidden by enumeration protection.
+public struct AuthURIResult: Sendable {
+    public let sessionId: String
+    public let registered: Bool?
+    public let allProviders: [String]?
+    public let signinMethods: [String]?
+}

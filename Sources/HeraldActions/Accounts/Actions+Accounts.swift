@@ -1,0 +1,155 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// Accounts and credentials, when Herald owns the accounts (`accounts.owner: herald`).
+extension Actions {
+    /// The account an ID token belongs to, if the token is genuine, current and not revoked.
+    ///
+    /// - Throws: `MISSING_ID_TOKEN`, `INVALID_ID_TOKEN`, `TOKEN_EXPIRED` (also when issued before the
+    ///   account's validSince), `USER_NOT_FOUND`, `USER_DISABLED`; `OPERATION_NOT_ALLOWED` when the app owns accounts.
+    public func account(forIDToken token: String?) throws -> Account {
+        try requireAccountOwnership("an ID token")
+        guard let token, !token.isEmpty else { throw HeraldError(.missingIDToken, "") }
+        let claims = try signer.verify(token)
+        guard let account = try store.account(uid: claims.uid) else { throw HeraldError(.userNotFound, "") }
+        guard claims.issuedAtMilliseconds >= account.validSince else { throw HeraldError(.tokenExpired, "") }
+        guard !account.disabled else { throw HeraldError(.userDisabled, "") }
+        return account
+    }
+
+    /// A fresh ID token and refresh token for `account`.
+    public func session(for account: Account, provider: String = "password") -> Session {
+        Session(
+            idToken: signer.issue(uid: account.uid, email: account.email, emailVerified: account.emailVerified, provider: provider),
+            refreshToken: ActionCode.generate().plaintext, expiresIn: "3600", localId: account.uid, email: account.email ?? "")
+    }
+
+    /// Creates an account: an app signs itself up (email and password required, then signed in);
+    /// an administrator may set the uid, verification and disabled flags.
+    ///
+    /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INSUFFICIENT_PERMISSION`, `WEAK_PASSWORD`, `EMAIL_EXISTS`, `INVALID_EMAIL`.
+    public func signUp(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) throws -> SignUpResult {
+        try requireAccountOwnership("signUp")
+        let admin = caller == .admin
+        let email = try request.email.map { try EmailAddress($0).value }
+        if !admin && (email == nil || request.password == nil) {
+            throw HeraldError(email == nil ? .missingEmail : .missingPassword, "")
+        }
+        if request.localId != nil && !admin { throw HeraldError(.insufficientPermission, "localId is for admin calls") }
+        if let password = request.password { try PasswordHasher.checkStrength(password) }
+        if let email, try store.account(email: email) != nil { throw HeraldError(.emailExists, "") }  // before the slow hash
+        let account = Account(
+            uid: request.localId ?? Account.newUID(), email: email, emailVerified: admin ? request.emailVerified ?? false : false,
+            passwordHash: try request.password.map(PasswordHasher.hash), displayName: try request.displayName.map(DisplayName.validate),
+            disabled: admin ? request.disabled ?? false : false, validSince: now.milliseconds - 1000, createdAt: now,
+            lastLoginAt: admin ? nil : now, providers: email != nil && request.password != nil ? ["password"] : [])
+        try store.createAccount(account)
+        return SignUpResult(account: account, session: admin ? nil : session(for: account))
+    }
+
+    /// Signs in with email and password; an unknown address takes as long as a wrong password.
+    ///
+    /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INVALID_LOGIN_CREDENTIALS` (with enumeration
+    ///   protection) or `EMAIL_NOT_FOUND` / `INVALID_PASSWORD`, `USER_DISABLED`.
+    public func signInWithPassword(email: String?, password: String?, now: Date = Date()) throws -> Session {
+        try requireAccountOwnership("signInWithPassword")
+        guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
+        guard let password, !password.isEmpty else { throw HeraldError(.missingPassword, "") }
+        let protected = configuration.server.enumerationProtection
+        guard var account = try store.account(email: email.lowercased()) else {
+            PasswordHasher.spendVerificationTime(password)
+            throw HeraldError(protected ? .invalidLoginCredentials : .emailNotFound, "")
+        }
+        guard let hash = account.passwordHash, PasswordHasher.verify(password, against: hash) else {
+            if account.passwordHash == nil { PasswordHasher.spendVerificationTime(password) }
+            throw HeraldError(protected ? .invalidLoginCredentials : .invalidPassword, "")
+        }
+        guard !account.disabled else { throw HeraldError(.userDisabled, "") }
+        account.lastLoginAt = now
+        try store.recordLogin(uid: account.uid, at: now)  // only this column: never a stale row
+        return session(for: account)
+    }
+
+    /// The accounts with these uids and emails (admin lookup); unknown ones are left out.
+    public func accounts(uids: [String], emails: [String]) throws -> [Account] {
+        try requireAccountOwnership("lookup")
+        var found: [Account] = []
+        for uid in uids { if let account = try store.account(uid: uid) { found.append(account) } }
+        for email in emails { if let account = try store.account(email: email) { found.append(account) } }
+        return found
+    }
+
+    /// Applies an administrator's edit to one account in one transaction.
+    ///
+    /// - Throws: `USER_NOT_FOUND`, `WEAK_PASSWORD`, `INVALID_EMAIL`, `EMAIL_EXISTS`, `INVALID_DISPLAY_NAME`, `INVALID_ARGUMENT`.
+    public func editAccount(uid: String, _ edit: AccountEdit, now: Date = Date()) throws -> Account {
+        try requireAccountOwnership("update")
+        if let password = edit.password { try PasswordHasher.checkStrength(password) }
+        let hash = try edit.password.map(PasswordHasher.hash)  // slow on purpose: outside the transaction
+        let email = try edit.email.map { try EmailAddress($0).value }
+        let displayName = try edit.displayName.map(DisplayName.validate)
+        let validSince = try edit.validSince.map { seconds in
+            guard let value = Int64(seconds), value >= 0, value < 253_402_300_800 else {
+                throw HeraldError(.invalidArgument, "validSince must be Unix seconds")
+            }
+            return value * 1000
+        }
+        return try store.updateAccount(uid: uid) { account in
+            if let email {
+                account.email = email
+                account.emailVerified = false
+            }
+            if let hash {
+                account.passwordHash = hash
+                account.validSince = now.milliseconds
+                account.addProvider("password")
+            }
+            if let displayName { account.displayName = displayName }
+            if let verified = edit.emailVerified { account.emailVerified = verified }
+            if let disabled = edit.disabled { account.disabled = disabled }
+            if edit.deleteDisplayName { account.displayName = nil }
+            if let validSince { account.validSince = validSince }
+        }
+    }
+
+    /// Deletes an account. - Throws: `USER_NOT_FOUND`.
+    public func deleteAccount(uid: String) throws {
+        try requireAccountOwnership("delete")
+        guard try store.deleteAccount(uid: uid) else { throw HeraldError(.userNotFound, "") }
+    }
+
+    /// The sign-in methods of an address, or nothing under enumeration protection.
+    ///
+    /// - Throws: `MISSING_IDENTIFIER`, `INVALID_IDENTIFIER`, `MISSING_CONTINUE_URI`, `INVALID_CONTINUE_URI`.
+    public func signInMethods(identifier: String?, continueURI: String?) throws -> AuthURIResult {
+        guard let identifier, !identifier.isEmpty else { throw HeraldError(.missingIdentifier, "") }
+        guard let address = try? EmailAddress(identifier) else { throw HeraldError(.invalidIdentifier, "") }
+        guard let continueURI, !continueURI.isEmpty else { throw HeraldError(.missingContinueURI, "") }
+        guard let url = URLComponents(string: continueURI), url.scheme != nil, url.host?.isEmpty == false else {
+            throw HeraldError(.invalidContinueURI, "")
+        }
+        let sessionId = ActionCode.generate().plaintext
+        guard !configuration.server.enumerationProtection, ownsAccounts else {
+            return AuthURIResult(sessionId: sessionId, registered: nil, allProviders: nil, signinMethods: nil)
+        }
+        let account = try store.account(email: address.value)
+        var methods: [String] = []
+        if account?.passwordHash != nil { methods.append("password") }
+        if account?.emailLinkSignin == true { methods.append("emailLink") }
+        return AuthURIResult(
+            sessionId: sessionId, registered: account != nil, allProviders: account?.providers ?? [], signinMethods: methods)
+    }
+
+    /// Every account, oldest first (`herald accounts list`).
+    public func listAccounts() throws -> [Account] {
+        try requireAccountOwnership("herald accounts list")
+        return try store.accounts()
+    }
+
+    /// Imports accounts from CSV or JSON lines, row by row (`herald accounts import`).
+    public func importAccounts(path: String) throws -> AccountImporter.Report {
+        try requireAccountOwnership("herald accounts import")
+        return try AccountImporter.importFile(path, into: store)
+    }
+}

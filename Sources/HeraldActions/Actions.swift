@@ -1,0 +1,69 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldMail
+import HeraldStore
+import Logging
+import Synchronization
+
+/// The rulebook: every rule a request passes through, once, for every entry point.
+///
+/// The CLI, campaigns and the HTTP API call these functions and nothing else decides: sending an
+/// action (validation, account rules, enumeration protection, cooldown and daily cap, then the
+/// outbox), redeeming a code and its effect, accounts and credentials, campaign import, reports and
+/// the audit. Calls block on the store, so the HTTP layer runs them off the cooperative pool.
+///
+/// ```swift
+/// let actions = try Actions(configuration: configuration, store: store, composer: composer)
+/// let sent = try actions.send(SendRequest(kind: .resetPassword, email: "ada@example.com"), as: .admin)
+/// ```
+public final class Actions: Sendable {
+    public let configuration: HeraldConfiguration
+    let store: any HeraldStore
+    /// The right-hand side of every Message-ID: the sender's domain.
+    let messageDomain: String
+    let links: ActionLinkBuilder
+    let signer: TokenSigner
+    let logger: Logger
+    /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`.
+    let emulatorCodes = Mutex<[EmulatorCode]>([])
+    /// Requests answered "sent" but silently not sent (enumeration protection), per recipient and action,
+    /// so they are throttled exactly like real sends and the limits reveal nothing either.
+    let silentSends = Mutex<[String: [Date]]>([:])
+
+    public init(configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer, logger: Logger = Logger(label: "herald")) {
+        self.configuration = configuration
+        self.store = store
+        messageDomain = String(composer.from.address.domain)
+        links = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
+        let secret = configuration.server.tokenSecret
+        let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))
+        signer = TokenSigner(key: key, projectID: configuration.project.id)
+        self.logger = logger
+    }
+
+    /// Who is asking: an app with the API key (enumeration protection applies) or an administrator
+    /// (the CLI, campaigns, admin API calls), who sees the true error.
+    public enum Caller: Sendable, Hashable { case app, admin }
+
+    /// Whether Herald stores the accounts (`accounts.owner: herald`).
+    public var ownsAccounts: Bool { configuration.accounts.owner == .herald }
+
+    /// - Throws: `OPERATION_NOT_ALLOWED` when the app owns the accounts.
+    func requireAccountOwnership(_ operation: String) throws {
+        guard ownsAccounts else {
+            throw HeraldError(
+                .operationNotAllowed,
+                "\(operation) needs Herald to own the accounts; this server runs with accounts.owner: app (redeem codes with codes:redeem)")
+        }
+    }
+}
+
+/// A code minted in emulator mode, as `GET /emulator/v1/projects/{p}/oobCodes` lists it.
+public struct EmulatorCode: Sendable, Hashable {
+    public let email: String
+    public let newEmail: String?
+    public let oobCode: String
+    public let oobLink: String
+    public let requestType: String
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// A campaign to create (or whose import to resume): one action to many recipients.
+public struct CampaignRequest: Sendable {
+    public enum Source: Sendable, Hashable {
+        /// A CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
+        case csv(path: String)
+        /// The account store (optionally only unverified addresses).
+        case accounts(unverifiedOnly: Bool)
+    }
+
+    public var name: String
+    public var kind: ActionKind
+    public var source: Source
+    public var continueURL: String?
+    /// Messages per second; nil sends as fast as the worker goes.
+    public var rate: Double?
+    public var startAt: Date
+    public var linkLifetime: TimeInterval?
+    /// Where refused rows go; defaults to `<recipients>.rejects.csv` or `campaign-<id>.rejects.csv`.
+    public var rejectsPath: String?
+
+    public init(
+        name: String, kind: ActionKind, source: Source, continueURL: String? = nil, rate: Double? = nil, startAt: Date = Date(),
+        linkLifetime: TimeInterval? = nil, rejectsPath: String? = nil
+    ) {
+        self.name = name
+        self.kind = kind
+        self.source = source
+        self.continueURL = continueURL
+        self.rate = rate
+        self.startAt = startAt
+        self.linkLifetime = linkLifetime
+        self.rejectsPath = rejectsPath
+    }
+}
+
+/// What one import did.
+public struct CampaignImportSummary: Sendable {
+    public var imported = 0
+    public var rejected = 0
+    public var alreadyImported = 0
+}
+
+/// What creating a campaign did.
+public struct CampaignImport: Sendable {
+    public let campaign: Campaign
+    public let summary: CampaignImportSummary
+    public let rejectsPath: String
+}
+
+extension Actions {
+    /// Creates a campaign (or resumes its import) and queues its recipients, each through the
+    /// sending rules as an admin caller; refused rows go to the rejects file with the rule's code.
+    ///
+    /// - Throws: `ARGUMENT_ERROR` for a bad request or an unreadable file (before anything is written),
+    ///   the settings' validation errors, `OPERATION_NOT_ALLOWED` for account sources when the app owns accounts.
+    public func createCampaign(_ request: CampaignRequest) throws -> CampaignImport {
+        guard request.kind != .verifyAndChangeEmail else {
+            throw HeraldError(.argumentError, "campaigns send verify-email, reset-password or sign-in")
+        }
+        let settings = ActionCodeSettings(url: request.continueURL, handleCodeInApp: request.kind == .signIn)
+        try settings.validate(for: request.kind, authorizedDomains: configuration.links.authorizedDomains)
+        let sourceName: String
+        switch request.source {
+        case .csv(let path):
+            _ = try CampaignImporter.header(of: path)  // fail before anything is written
+            sourceName = path
+        case .accounts(let unverifiedOnly):
+            try requireAccountOwnership("a campaign from the account store")
+            sourceName = unverifiedOnly ? "accounts (unverified)" : "accounts"
+        }
+        let campaign = try store.campaign(
+            named: request.name, kind: request.kind, settings: settings, rate: request.rate, startAt: request.startAt,
+            linkLifetime: request.linkLifetime, source: sourceName, now: Date())
+        let kind = request.kind
+        let importer = try CampaignImporter(
+            store: store, campaign: campaign, defaultLocale: configuration.links.defaultLocale, messageDomain: messageDomain
+        ) { [self] emails in try accountRefusals(kind, emails) }
+        let summary: CampaignImportSummary
+        let rejectsPath: String
+        switch request.source {
+        case .csv(let path):
+            rejectsPath = request.rejectsPath ?? path + ".rejects.csv"
+            summary = try importer.importCSV(path: path, rejectsPath: rejectsPath)
+        case .accounts(let unverifiedOnly):
+            rejectsPath = request.rejectsPath ?? "campaign-\(campaign.id).rejects.csv"
+            summary = try importer.importAccounts(unverifiedOnly: unverifiedOnly, rejectsPath: rejectsPath)
+        }
+        return CampaignImport(campaign: campaign, summary: summary, rejectsPath: rejectsPath)
+    }
+
+    /// The account rule's refusals for sending `kind` to each of `emails` (canonical), in one query.
+    func accountRefusals(_ kind: ActionKind, _ emails: [String]) throws -> [String: HeraldError] {
+        guard ownsAccounts, kind != .signIn else { return [:] }
+        let standings = try store.standings(emails: emails)
+        var refusals: [String: HeraldError] = [:]
+        for email in emails {
+            if let refusal = Self.accountRefusal(kind, standings[email]) { refusals[email] = refusal }
+        }
+        return refusals
+    }
+
+    /// Every campaign with its row counts per state.
+    public func campaigns() throws -> [(campaign: Campaign, counts: [OutboxState: Int])] {
+        try store.campaigns().map { campaign in (campaign, try store.counts(campaign: campaign.id)) }
+    }
+
+    /// - Throws: `NOT_FOUND`.
+    public func campaign(id: Int64) throws -> (campaign: Campaign, counts: [OutboxState: Int]) {
+        (try store.campaign(id: id), try store.counts(campaign: id))
+    }
+
+    public func pauseCampaign(id: Int64) throws { try store.pause(campaign: id, now: Date()) }
+
+    public func resumeCampaign(id: Int64) throws { try store.resume(campaign: id, now: Date()) }
+
+    /// Cancels a campaign; returns how many unsent rows were cancelled.
+    public func cancelCampaign(id: Int64) throws -> Int { try store.cancel(campaign: id, now: Date()) }
+}

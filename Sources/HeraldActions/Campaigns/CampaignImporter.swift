@@ -1,0 +1,247 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// Streams recipients into a campaign's outbox rows in batched transactions.
+///
+/// Every row passes the sending rules (address, display name, locale, and the account rules of
+/// `Actions.send`); a refused row goes to the rejects file with its line number and reason (the
+/// error code for a rule's refusal); good rows are never held back. Re-running an import skips rows
+/// already imported (idempotent per campaign and email).
+final class CampaignImporter {
+    typealias Summary = CampaignImportSummary
+
+    /// One recipient before validation.
+    struct Recipient {
+        var line: Int?
+        var email: String
+        /// The canonical address, set once the row is validated.
+        var address = ""
+        var displayName: String?
+        var locale: String?
+        var variables: [String: String]
+        var raw: String
+    }
+
+    private let store: any HeraldStore
+    /// The account rule for this campaign's action: which addresses it refuses, and why.
+    private let refusals: ([String]) throws -> [String: HeraldError]
+    private let campaign: Campaign
+    private let defaultLocale: LocaleTag
+    private let messageDomain: String
+    private let batchSize: Int
+    private var batch: [Recipient] = []
+    /// Rejects of the current batch, written in line order when the batch is flushed.
+    private var batchRejects: [(line: Int, reason: String, raw: String)] = []
+    private var rejects: RejectsWriter?
+    private var summary = Summary()
+    private var schedule: CampaignSchedule
+    private let now = Date()
+    /// Locale strings seen so far, parsed once each.
+    private var locales: [String: LocaleTag?] = [:]
+
+    static let maximumField = 1000
+
+    init(
+        store: any HeraldStore, campaign: Campaign, defaultLocale: LocaleTag, messageDomain: String, batchSize: Int = 20000,
+        refusals: @escaping ([String]) throws -> [String: HeraldError]
+    ) throws {
+        self.store = store
+        self.campaign = campaign
+        self.defaultLocale = defaultLocale
+        self.messageDomain = messageDomain
+        self.batchSize = batchSize
+        self.refusals = refusals
+        schedule = CampaignSchedule(
+            start: max(campaign.startAt, Date()), interval: campaign.rate.map { 1 / $0 } ?? 0,
+            position: try store.importedCount(campaign: campaign.id))
+    }
+
+    /// Opens a recipients file and reads its header, failing with one clear line before anything is written.
+    static func header(of path: String) throws -> [String] {
+        var reader = try openReader(path)
+        return try header(&reader, path)
+    }
+
+    private static func openReader(_ path: String) throws -> CSVRecordReader {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            let reader = try? CSVRecordReader(path: path)
+        else { throw HeraldError(.argumentError, "cannot read recipients file \(path)") }
+        return reader
+    }
+
+    private static func header(_ reader: inout CSVRecordReader, _ path: String) throws -> [String] {
+        let first: (line: Int, bytes: ArraySlice<UInt8>)?
+        do {
+            first = try reader.next()
+        } catch {
+            throw HeraldError(.argumentError, "cannot read recipients file \(path)")
+        }
+        guard let first, let text = String(validating: first.bytes, as: UTF8.self),
+            let header = try? CSVLine.parse(text).map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }), header.contains("email")
+        else {
+            throw HeraldError(.argumentError, "\(path): the first line must be a CSV header with an 'email' column")
+        }
+        return header
+    }
+
+    /// Imports a CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
+    func importCSV(path: String, rejectsPath: String) throws -> Summary {
+        var reader = try Self.openReader(path)
+        let header = try Self.header(&reader, path)
+        let emailColumn = header.firstIndex(of: "email")!
+        rejects = try RejectsWriter(path: rejectsPath)
+        defer { rejects?.close() }
+        let nameColumn = header.firstIndex(of: "display_name")
+        let localeColumn = header.firstIndex(of: "locale")
+        while let (line, bytes) = try Self.read(&reader, path) {
+            if bytes.isEmpty { continue }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                try reject(line, "invalid UTF-8", String(decoding: bytes, as: UTF8.self))
+                continue
+            }
+            guard let cells = try? CSVLine.parse(text) else {
+                try reject(line, "malformed quotes", text)
+                continue
+            }
+            guard cells.count == header.count else {
+                try reject(line, "wrong column count: expected \(header.count), found \(cells.count)", text)
+                continue
+            }
+            var variables: [String: String] = [:]
+            for (index, name) in header.enumerated() where index != emailColumn && index != nameColumn && index != localeColumn {
+                variables[name] = cells[index]
+            }
+            try add(
+                Recipient(
+                    line: line, email: cells[emailColumn], displayName: nameColumn.map { cells[$0] }, locale: localeColumn.map { cells[$0] },
+                    variables: variables, raw: text))
+        }
+        try flush()
+        try finish()
+        return summary
+    }
+
+    /// Imports accounts (all, or only those whose email is unverified); disabled accounts are skipped.
+    func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
+        rejects = try RejectsWriter(path: rejectsPath)
+        defer { rejects?.close() }
+        for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
+            try add(
+                Recipient(
+                    line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:], raw: account.email))
+        }
+        try flush()
+        try finish()
+        return summary
+    }
+
+    private func add(_ recipient: Recipient) throws {
+        let line = recipient.line ?? 0
+        if recipient.email.utf8.count > 254 { return try reject(line, "field too long: email", recipient.raw) }
+        if let name = recipient.displayName, name.count > DisplayName.maximumLength {
+            return try reject(line, "field too long: display_name", recipient.raw)
+        }
+        if let long = recipient.variables.first(where: { $0.value.count > Self.maximumField }) {
+            return try reject(line, "field too long: \(long.key)", recipient.raw)
+        }
+        guard let address = try? EmailAddress(recipient.email) else { return try reject(line, "invalid address", recipient.raw) }
+        var recipient = recipient
+        recipient.address = address.value
+        if let name = recipient.displayName, !name.isEmpty, (try? DisplayName.validate(name)) == nil {
+            return try reject(line, "invalid display_name", recipient.raw)
+        }
+        if let locale = recipient.locale, !locale.isEmpty, self.locale(locale) == nil {
+            return try reject(line, "invalid locale", recipient.raw)
+        }
+        batch.append(recipient)
+        if batch.count >= batchSize || batchRejects.count >= batchSize { try flush() }
+    }
+
+    private static func read(_ reader: inout CSVRecordReader, _ path: String) throws -> (line: Int, bytes: ArraySlice<UInt8>)? {
+        do {
+            return try reader.next()
+        } catch {
+            throw HeraldError(.argumentError, "error reading \(path): \(error.localizedDescription)")
+        }
+    }
+
+    private func locale(_ text: String) -> LocaleTag? {
+        if let known = locales[text] { return known }
+        let parsed = try? LocaleTag(text)
+        if locales.count < 10_000 { locales[text] = parsed }
+        return parsed
+    }
+
+    /// `{"a":"b",…}` with keys sorted: the variables column, without a JSONEncoder per row.
+    static func json(_ variables: [String: String]) -> String {
+        "{" + variables.sorted { $0.key < $1.key }.map { "\(quote($0.key)):\(quote($0.value))" }.joined(separator: ",") + "}"
+    }
+
+    private static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
+        summary.rejected += 1
+        batchRejects.append((line, reason, raw))
+        if batchRejects.count >= batchSize { try flush() }
+    }
+
+    /// Applies the account rule to the batch, then queues the rest in one fsynced transaction;
+    /// conflicts are re-runs (same line) or duplicates.
+    private func flush() throws {
+        defer {
+            for item in batchRejects.sorted(by: { $0.line < $1.line }) { rejects?.write(line: item.line, reason: item.reason, content: item.raw) }
+            batchRejects.removeAll(keepingCapacity: true)
+        }
+        guard !batch.isEmpty else { return }
+        let pending = batch
+        batch.removeAll(keepingCapacity: true)
+        let refused = try refusals(pending.map(\.address))
+        var accepted: [Recipient] = []
+        var rows: [CampaignRecipient] = []
+        accepted.reserveCapacity(pending.count)
+        rows.reserveCapacity(pending.count)
+        for recipient in pending {
+            if let refusal = refused[recipient.address] {
+                summary.rejected += 1
+                batchRejects.append((recipient.line ?? 0, refusal.code.rawValue, recipient.raw))
+                continue
+            }
+            let locale = recipient.locale.flatMap { $0.isEmpty ? nil : self.locale($0) } ?? defaultLocale
+            accepted.append(recipient)
+            rows.append(
+                CampaignRecipient(
+                    email: recipient.address, displayName: recipient.displayName.flatMap { $0.isEmpty ? nil : $0 }, locale: locale,
+                    variablesJSON: recipient.variables.isEmpty ? nil : Self.json(recipient.variables), line: recipient.line))
+        }
+        let outcomes = try store.addRecipients(rows, to: campaign, schedule: &schedule, messageDomain: messageDomain, now: now)
+        for (recipient, outcome) in zip(accepted, outcomes) {
+            switch outcome {
+            case .imported: summary.imported += 1
+            case .alreadyImported: summary.alreadyImported += 1
+            case .duplicate:
+                summary.rejected += 1
+                batchRejects.append((recipient.line ?? 0, "duplicate in campaign", recipient.raw))
+            }
+        }
+    }
+
+    private func finish() throws {
+        try store.setRejected(campaign: campaign.id, count: summary.rejected, now: now)
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// Reading the ledger: messages, campaign reports and the audit.
+extension Actions {
+    /// Outbox rows in id order, optionally filtered by state and address.
+    public func messages(state: OutboxState? = nil, email: EmailAddress? = nil) throws -> [OutboxMessage] {
+        try store.messages(state: state, email: email, limit: nil)
+    }
+
+    /// A campaign's report. - Throws: `NOT_FOUND`.
+    public func report(campaign id: Int64) throws -> CampaignReport {
+        try store.report(campaign: id, now: Date())
+    }
+
+    /// Streams the audit rows matching `filter`, oldest first, in bounded memory.
+    public func audit(_ filter: AuditFilter, each: (AuditRow) throws -> Void) throws {
+        try store.audit(filter, now: Date(), each: each)
+    }
+}

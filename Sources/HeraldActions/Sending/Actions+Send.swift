@@ -1,0 +1,175 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+extension Actions {
+    /// Sends one action: validates it, applies the account rules, enumeration protection, the
+    /// cooldown and the daily cap, then queues it durably (or, for admins, returns the link).
+    ///
+    /// `herald send`, each campaign row and `accounts:sendOobCode` go through these rules and get
+    /// the same answer for the same request. Admin callers see the true refusal (`EMAIL_NOT_FOUND`,
+    /// `USER_NOT_FOUND`, `EMAIL_EXISTS`); app callers under enumeration protection get a silent success.
+    /// - Throws: `HeraldError` with Firebase's codes.
+    public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) throws -> SendResult {
+        if request.returnLink && caller != .admin { throw HeraldError(.insufficientPermission, "returnOobLink is for admin calls") }
+        let target = try resolve(request, as: caller)
+        let action = try ActionRequest(
+            kind: request.kind, email: target.email, newEmail: target.newEmail, settings: request.settings, locale: request.locale,
+            displayName: request.displayName ?? target.displayName, links: configuration.links)
+        let email = action.email.value
+        if let refusal = target.refusal {
+            guard caller == .app, configuration.server.enumerationProtection, !request.returnLink else { throw refusal }
+            try throttleSilentSend(recipient: action.recipient.value, kind: action.kind, now: now)
+            return SendResult(email: email, delivery: .silent)
+        }
+        if request.returnLink || configuration.server.emulatorMode {
+            let lifetime = configuration.links.lifetime[action.kind] ?? 3600
+            let code = try store.mintCode(
+                action.kind, email: email, newEmail: action.newEmail?.value, continueURL: action.settings.url, lifetime: lifetime, now: now)
+            let link = links.link(for: action.kind, code: code.plaintext, settings: action.settings, lang: action.locale.value)
+            if configuration.server.emulatorMode {
+                let entry = EmulatorCode(
+                    email: email, newEmail: action.newEmail?.value, oobCode: code.plaintext, oobLink: link, requestType: action.kind.requestType)
+                emulatorCodes.withLock { $0.append(entry) }
+            }
+            return SendResult(email: email, delivery: request.returnLink ? .link(code: code.plaintext, link: link) : .emulated)
+        }
+        let id = try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, now: now)
+        return SendResult(email: email, delivery: .queued(outboxID: id))
+    }
+
+    /// Sends one action to every address of a list, all or nothing: each address passes the same
+    /// rules as a single admin send before any is queued (the per-address cooldown is for single
+    /// requests; use a campaign to pace bulk mail). Returns how many were queued.
+    ///
+    /// - Throws: the first refusal, with the index of its address in `failedAt`.
+    public func sendBulk(_ template: SendRequest, to addresses: [String], now: Date = Date()) throws -> Int {
+        let standings = ownsAccounts ? try store.standings(emails: addresses.map { $0.lowercased() }) : [:]
+        var requests: [ActionRequest] = []
+        requests.reserveCapacity(addresses.count)
+        for (index, address) in addresses.enumerated() {
+            do {
+                var request = template
+                request.email = address
+                let target = try resolveBulk(request, standing: standings[address.lowercased()])
+                if let refusal = target.refusal { throw refusal }
+                requests.append(
+                    try ActionRequest(
+                        kind: request.kind, email: address, newEmail: request.newEmail, settings: request.settings,
+                        locale: request.locale, displayName: request.displayName ?? target.displayName, links: configuration.links))
+            } catch let error as HeraldError {
+                throw BulkSendError(index: index, error: error)
+            }
+        }
+        return try store.enqueue(requests, messageDomain: messageDomain, batchSize: 1000, now: now)
+    }
+
+    /// The per-recipient limits on transactional mail (`policy`).
+    var throttle: SendThrottle {
+        SendThrottle(cooldown: configuration.policy.cooldown, dailyCap: configuration.policy.dailyCap)
+    }
+
+    /// Whose email a request is for, and why the rules refuse it (nil when they do not).
+    struct Target {
+        var email: String
+        var newEmail: String?
+        var displayName: String?
+        var refusal: HeraldError?
+    }
+
+    private func resolve(_ request: SendRequest, as caller: Caller) throws -> Target {
+        guard ownsAccounts else {
+            // The app owns its users: any valid address may receive any action.
+            return Target(email: try requiredEmail(request.email), newEmail: request.newEmail)
+        }
+        switch request.kind {
+        case .signIn:
+            return Target(email: try requiredEmail(request.email))
+        case .resetPassword:
+            let email = try requiredEmail(request.email)
+            let account = try store.account(email: email)
+            let standing = account.map { AccountStanding(disabled: $0.disabled, emailVerified: $0.emailVerified, displayName: $0.displayName) }
+            return Target(email: email, displayName: account?.displayName, refusal: Self.accountRefusal(.resetPassword, standing))
+        case .verifyEmail, .verifyAndChangeEmail:
+            let account: Account
+            if let token = request.idToken {
+                account = try self.account(forIDToken: token)
+            } else if caller == .admin {
+                let address = try requiredEmail(request.email)
+                guard let found = try store.account(email: address) else { throw HeraldError(.userNotFound, "") }
+                account = found
+            } else {
+                throw HeraldError(.missingIDToken, "")
+            }
+            guard let current = account.email else { throw HeraldError(.missingEmail, "the account has no email") }
+            var target = Target(email: current, displayName: account.displayName)
+            if request.kind == .verifyAndChangeEmail {
+                guard let requested = request.newEmail, !requested.isEmpty else { throw HeraldError(.missingNewEmail, "") }
+                let newEmail = try EmailAddress(requested, code: .invalidNewEmail).value
+                target.newEmail = newEmail
+                if try store.account(email: newEmail) != nil { target.refusal = HeraldError(.emailExists, "") }
+            }
+            return target
+        }
+    }
+
+    /// The account rules of `resolve` for one bulk address, from its standing read in advance.
+    private func resolveBulk(_ request: SendRequest, standing: AccountStanding?) throws -> Target {
+        let email = try requiredEmail(request.email)
+        guard ownsAccounts else { return Target(email: email, newEmail: request.newEmail) }
+        var target = Target(email: email, newEmail: request.newEmail, displayName: standing?.displayName)
+        target.refusal = Self.accountRefusal(request.kind, standing)
+        if target.refusal == nil, request.kind == .verifyAndChangeEmail, let newEmail = request.newEmail,
+            try store.account(email: newEmail.lowercased()) != nil
+        {
+            target.refusal = HeraldError(.emailExists, "")
+        }
+        return target
+    }
+
+    /// The account rule for sending `kind` to an address with this standing (nil: it has no account)
+    /// when Herald owns the accounts: resets need a live account, verifications an account.
+    static func accountRefusal(_ kind: ActionKind, _ standing: AccountStanding?) -> HeraldError? {
+        switch kind {
+        case .signIn:
+            return nil
+        case .resetPassword:
+            guard let standing else { return HeraldError(.emailNotFound, "") }
+            return standing.disabled ? HeraldError(.userDisabled, "") : nil
+        case .verifyEmail, .verifyAndChangeEmail:
+            return standing == nil ? HeraldError(.userNotFound, "") : nil
+        }
+    }
+
+    private func requiredEmail(_ email: String?) throws -> String {
+        guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
+        return try EmailAddress(email).value
+    }
+
+    /// Applies the cooldown and daily cap to a request that will not be sent.
+    ///
+    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER`, as a real send would.
+    private func throttleSilentSend(recipient: String, kind: ActionKind, now: Date) throws {
+        let policy = configuration.policy
+        try silentSends.withLock { sends in
+            if sends.count > 100_000 {  // bounded memory: forget requests older than the 24 h window
+                sends = sends.filter { now.timeIntervalSince($0.value.last ?? .distantPast) < 86_400 }
+            }
+            let key = kind.rawValue + " " + recipient
+            let recent = (sends[key] ?? []).filter { now.timeIntervalSince($0) < 86_400 }
+            if let latest = recent.last, now.timeIntervalSince(latest) < policy.cooldown { throw HeraldError(.tooManyAttempts, "") }
+            if recent.count >= policy.dailyCap { throw HeraldError(.tooManyAttempts, "") }
+            sends[key] = recent + [now]
+        }
+    }
+
+    /// The codes minted in emulator mode, oldest first.
+    public var emulatedCodes: [EmulatorCode] { emulatorCodes.withLock { $0 } }
+}
+
+/// A bulk send refused one address; nothing was queued.
+public struct BulkSendError: Error, Sendable {
+    /// The position of the refused address in the list.
+    public let index: Int
+    public let error: HeraldError
+}

@@ -1,0 +1,89 @@
+import Foundation
+
+/// A user account: the minimum the Identity Toolkit email actions need.
+public struct Account: Sendable, Hashable {
+    public var uid: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var passwordHash: String?
+    public var displayName: String?
+    public var disabled: Bool
+    public var emailLinkSignin: Bool
+    /// Unix milliseconds; ID tokens issued before this are no longer accepted (Firebase shows seconds).
+    public var validSince: Int64
+    public var createdAt: Date
+    public var lastLoginAt: Date?
+    public var providers: [String]
+
+    public init(
+        uid: String, email: String?, emailVerified: Bool = false, passwordHash: String? = nil, displayName: String? = nil,
+        disabled: Bool = false, emailLinkSignin: Bool = false, validSince: Int64, createdAt: Date, lastLoginAt: Date? = nil,
+        providers: [String] = []
+    ) {
+        self.uid = uid
+        self.email = email
+        self.emailVerified = emailVerified
+        self.passwordHash = passwordHash
+        self.displayName = displayName
+        self.disabled = disabled
+        self.emailLinkSignin = emailLinkSignin
+        self.validSince = validSince
+        self.createdAt = createdAt
+        self.lastLoginAt = lastLoginAt
+        self.providers = providers
+    }
+
+    /// A new Firebase-style uid: 28 characters from the CSPRNG.
+    public static func newUID() -> String {
+        String(ActionCode.generate().plaintext.filter { $0.isLetter || $0.isNumber }.prefix(28))
+    }
+
+    /// Adds `provider` to the sign-in providers once.
+    public mutating func addProvider(_ provider: String) {
+        if !providers.contains(provider) { providers.append(provider) }
+    }
+}
+
+/// What each redemption does to an account: the rules every store implementation applies inside
+/// its named redemption transaction, written once.
+extension Account {
+    /// VERIFY_EMAIL marks the address verified; VERIFY_AND_CHANGE_EMAIL also moves the account to
+    /// the new address and ends the old address's sessions.
+    ///
+    /// - Throws: `USER_DISABLED`.
+    public mutating func applyVerification(_ code: CodeRecord, now: Date) throws {
+        guard !disabled else { throw HeraldError(.userDisabled, "") }
+        if code.kind == .verifyAndChangeEmail, let newEmail = code.newEmail {
+            email = newEmail
+            validSince = now.milliseconds
+        }
+        emailVerified = true
+    }
+
+    /// A reset sets the password, proves the address and ends every earlier session.
+    ///
+    /// - Throws: `USER_DISABLED`.
+    public mutating func applyPasswordReset(passwordHash hash: String, now: Date) throws {
+        guard !disabled else { throw HeraldError(.userDisabled, "") }
+        passwordHash = hash
+        emailVerified = true
+        validSince = now.milliseconds
+        addProvider("password")
+    }
+
+    /// Email-link sign-in proves the address. Signing in to the address's existing account
+    /// (`ownsAddress`) drops a password set by someone who never proved they own it, with its sessions.
+    ///
+    /// - Throws: `USER_DISABLED`.
+    public mutating func applyEmailLinkSignIn(now: Date, ownsAddress: Bool) throws {
+        guard !disabled else { throw HeraldError(.userDisabled, "") }
+        if ownsAddress && !emailVerified && passwordHash != nil {
+            passwordHash = nil
+            validSince = now.milliseconds
+        }
+        emailVerified = true
+        emailLinkSignin = true
+        lastLoginAt = now
+        addProvider("password")
+    }
+}

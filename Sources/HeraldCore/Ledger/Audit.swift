@@ -1,0 +1,53 @@
+import Foundation
+
+/// Which links `herald audit` lists.
+public struct AuditFilter: Sendable {
+    public enum Status: String, Sendable, CaseIterable { case redeemed, unredeemed, expired }
+
+    public var email: EmailAddress?
+    public var campaign: Int64?
+    public var kind: ActionKind?
+    public var since: Date?
+    public var until: Date?
+    public var status: Status?
+
+    public init() {}
+}
+
+/// One link: who got it, when, what the server said, and what became of it.
+public struct AuditRow: Sendable {
+    public let id: Int64
+    public let recipient: String
+    public let action: String
+    public let campaign: Int64?
+    public let state: String
+    public let queuedAt: Date
+    public let sentAt: Date?
+    public let smtpReply: String?
+    public let firstClickAt: Date?
+    public let redeemedAt: Date?
+    public let redeemedIP: String?
+    public let redeemedUserAgent: String?
+    public let expired: Bool
+    public let superseded: Bool
+
+    public init(
+        id: Int64, recipient: String, action: String, campaign: Int64?, state: String, queuedAt: Date, sentAt: Date?, smtpReply: String?,
+        firstClickAt: Date?, redeemedAt: Date?, redeemedIP: String?, redeemedUserAgent: String?, expired: Bool, superseded: Bool
+    ) {
+        self.id = id
+        self.recipient = recipient
+        self.action = action
+        self.campaign = campaign
+        self.state = state
+        self.queuedAt = queuedAt
+        self.sentAt = sentAt
+        self.smtpReply = smtpReply
+        self.firstClickAt = firstClickAt
+        self.redeemedAt = redeemedAt
+        self.redeemedIP = redeemedIP
+        self.redeemedUserAgent = redeemedUserAgent
+        self.expired = expired
+        self.superseded = superseded
+    }
+}

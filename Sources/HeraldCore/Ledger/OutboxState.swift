@@ -1,0 +1,45 @@
+import Foundation
+
+/// Where an outbox row is in its life.
+///
+/// `queued → sending → sent | deferred → sending … | failed | dead`, plus `expired` and `cancelled`.
+public enum OutboxState: String, Sendable, CaseIterable, Codable {
+    case queued, sending, sent, deferred, failed, dead, expired, cancelled
+
+    /// States the worker may still act on.
+    public var isPending: Bool { self == .queued || self == .sending || self == .deferred }
+}
+
+/// A summary of what the worker still has to do.
+public struct QueueStatus: Sendable, Hashable {
+    /// Rows queued, deferred or sending.
+    public let pending: Int
+    /// The earliest time a pending row becomes claimable (next attempt, or lease end).
+    public let nextDue: Date?
+
+    public init(pending: Int, nextDue: Date?) {
+        self.pending = pending
+        self.nextDue = nextDue
+    }
+}
+
+/// One delivery attempt as recorded.
+public struct DeliveryAttempt: Sendable, Hashable {
+    public let outboxID: Int64
+    public let attempt: Int
+    public let outcome: String
+    public let replyCode: Int?
+    public let replyText: String?
+    public let startedAt: Date
+    public let finishedAt: Date
+
+    public init(outboxID: Int64, attempt: Int, outcome: String, replyCode: Int?, replyText: String?, startedAt: Date, finishedAt: Date) {
+        self.outboxID = outboxID
+        self.attempt = attempt
+        self.outcome = outcome
+        self.replyCode = replyCode
+        self.replyText = replyText
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import HeraldCore
+
+/// A known account's standing, as sending rules need it.
+public struct AccountStanding: Sendable, Hashable {
+    public let disabled: Bool
+    public let emailVerified: Bool
+    public let displayName: String?
+
+    public init(disabled: Bool, emailVerified: Bool, displayName: String?) {
+        self.disabled = disabled
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+    }
+}
+
+/// Accounts, when Herald owns them (`accounts.owner: herald`).
+public protocol AccountStore: Sendable {
+    func account(uid: String) throws -> Account?
+
+    /// The account with this email (case-insensitive).
+    func account(email: String) throws -> Account?
+
+    /// The standing of every listed address that has an account, keyed by lower-cased address; one query.
+    func standings(emails: [String]) throws -> [String: AccountStanding]
+
+    /// Inserts a new account.
+    ///
+    /// - Throws: `EMAIL_EXISTS`, `DUPLICATE_LOCAL_ID`.
+    func createAccount(_ account: Account) throws
+
+    /// Reads, changes and writes one account in one transaction, so concurrent changes never interleave.
+    ///
+    /// - Throws: `USER_NOT_FOUND`, `EMAIL_EXISTS` (the new email belongs to another account), or what `change` throws.
+    func updateAccount(uid: String, _ change: (inout Account) throws -> Void) throws -> Account
+
+    /// Sets only the last-login time, so a concurrent reset or revocation is never overwritten.
+    func recordLogin(uid: String, at date: Date) throws
+
+    /// Deletes an account; false when there was none.
+    func deleteAccount(uid: String) throws -> Bool
+
+    /// Accounts, oldest first.
+    func accounts(limit: Int?) throws -> [Account]
+}
+
+extension AccountStore {
+    public func accounts() throws -> [Account] { try accounts(limit: nil) }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HeraldCore
+
+/// When a campaign's rows fall due: `start + position / rate`.
+public struct CampaignSchedule: Sendable, Hashable {
+    public var start: Date
+    /// Seconds between two rows; 0 sends as fast as the worker goes.
+    public var interval: TimeInterval
+    /// Rows scheduled so far; advances with every imported row.
+    public var position: Int64
+
+    public init(start: Date, interval: TimeInterval, position: Int64) {
+        self.start = start
+        self.interval = interval
+        self.position = position
+    }
+}
+
+/// Campaigns: creation, queueing their recipients, control.
+public protocol CampaignStore: Sendable {
+    /// The campaign called `name`, created with these settings if it does not exist yet.
+    ///
+    /// - Throws: `ARGUMENT_ERROR` when a campaign of that name exists for another action.
+    func campaign(
+        named name: String, kind: ActionKind, settings: ActionCodeSettings, rate: Double?, startAt: Date, linkLifetime: TimeInterval?,
+        source: String, now: Date
+    ) throws -> Campaign
+
+    /// - Throws: `NOT_FOUND`.
+    func campaign(id: Int64) throws -> Campaign
+
+    /// Every campaign, oldest first.
+    func campaigns() throws -> [Campaign]
+
+    /// Outbox rows per state for one campaign.
+    func counts(campaign id: Int64) throws -> [OutboxState: Int]
+
+    /// Queues recipients as the campaign's rows in one durable transaction, one outcome per recipient, in order.
+    /// Re-running an import is idempotent per campaign and address.
+    func addRecipients(
+        _ recipients: [CampaignRecipient], to campaign: Campaign, schedule: inout CampaignSchedule, messageDomain: String, now: Date
+    ) throws -> [CampaignAddOutcome]
+
+    /// Rows already queued for a campaign: where a resumed import continues its schedule.
+    func importedCount(campaign id: Int64) throws -> Int64
+
+    /// Records how many rows the campaign's last import rejected.
+    func setRejected(campaign id: Int64, count: Int, now: Date) throws
+
+    /// Stops the worker from sending the campaign's rows; they stay queued.
+    func pause(campaign id: Int64, now: Date) throws
+
+    /// Lets the worker send again; with a rate, the remaining rows are spaced out from now.
+    func resume(campaign id: Int64, now: Date) throws
+
+    /// Cancels the campaign: every row not yet sent becomes `cancelled`; returns how many.
+    func cancel(campaign id: Int64, now: Date) throws -> Int
+
+    /// Every account with an email that is not disabled (optionally only unverified ones), oldest first.
+    func campaignAccounts(unverifiedOnly: Bool) throws -> [(email: String, displayName: String?)]
+}

@@ -1,0 +1,56 @@
+import Foundation
+import HeraldCore
+
+/// What an email-link sign-in redemption did.
+public struct SignInRedemption: Sendable {
+    public let account: Account
+    public let isNewUser: Bool
+
+    public init(account: Account, isNewUser: Bool) {
+        self.account = account
+        self.isNewUser = isNewUser
+    }
+}
+
+/// Action codes: minting, looking up, and the named redemption transactions.
+///
+/// Every redemption consumes the code with one conditional update (`redeemed_at IS NULL AND
+/// superseded_at IS NULL AND expires_at > now`), supersedes the other live codes of the same email
+/// and action, applies its effect, and records the outcome with the visitor, in one transaction.
+/// If the effect throws, nothing is consumed; a refusal is recorded as a `rejected` link event.
+public protocol CodeStore: Sendable {
+    /// Mints a code not tied to an email (admin `returnOobLink`, emulator mode); only its hash is stored.
+    func mintCode(
+        _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
+    ) throws -> ActionCode
+
+    /// The stored record of a code, looked up by the code's hash.
+    func code(_ plaintext: String) throws -> CodeRecord?
+
+    /// Records a page view, a redemption or a rejected attempt of a link.
+    func recordLinkEvent(codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, now: Date) throws
+
+    /// Consumes a code of one of `kinds` without touching any account (accounts owned by the app).
+    ///
+    /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`.
+    func consume(_ code: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord
+
+    /// Consumes a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code and applies `Account.applyVerification`.
+    ///
+    /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`, `EMAIL_EXISTS`.
+    func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord)
+
+    /// Consumes a PASSWORD_RESET code and applies `Account.applyPasswordReset` with an already computed hash.
+    ///
+    /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`.
+    func redeemPasswordReset(_ code: String, passwordHash: String, visitor: Visitor, now: Date) throws -> Account
+
+    /// Consumes an EMAIL_SIGNIN code for `email` and signs in: links the address to the account
+    /// `linkingTo` when given, else signs in to the address's account, creating it (as `newUID`) if needed.
+    ///
+    /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `INVALID_EMAIL` (another address's code),
+    ///   `EMAIL_EXISTS` (linking an address another account owns), `USER_DISABLED`.
+    func redeemEmailLinkSignIn(
+        _ code: String, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
+    ) throws -> SignInRedemption
+}

@@ -1,0 +1,11 @@
+import Foundation
+import HeraldCore
+
+/// Read-only questions about the ledger: reports and the audit.
+public protocol LedgerQueries: Sendable {
+    /// Everything `herald campaign report` shows, from one snapshot.
+    func report(campaign id: Int64, now: Date) throws -> CampaignReport
+
+    /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
+    func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws
+}

@@ -1,0 +1,63 @@
+import Foundation
+import HeraldCore
+
+/// Per-recipient limits on transactional mail: a cooldown between two emails of one action and a cap per 24 hours.
+public struct SendThrottle: Sendable, Hashable {
+    public var cooldown: TimeInterval
+    public var dailyCap: Int
+
+    public init(cooldown: TimeInterval, dailyCap: Int) {
+        self.cooldown = cooldown
+        self.dailyCap = dailyCap
+    }
+}
+
+/// The outbox: queueing requests, and the worker's claim → record / release cycle.
+public protocol OutboxStore: Sendable {
+    /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
+    ///
+    /// With a throttle, the check and the insert share the transaction, so concurrent requests
+    /// cannot both slip through. `messageDomain` is the right-hand side of the row's Message-ID.
+    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` when the throttle refuses.
+    func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, now: Date) throws -> Int64
+
+    /// Queues many requests in durable batches of `batchSize`; returns how many were queued.
+    /// A failure part-way leaves earlier batches queued.
+    func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int
+
+    /// Claims up to `policy.limit` due rows for this worker and mints a code for each (only its hash is stored).
+    func claim(_ policy: ClaimPolicy, now: Date) throws -> [ClaimedMessage]
+
+    /// Records one attempt and moves the row to its next state; a late result never overwrites a new owner's.
+    func record(_ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws
+
+    /// Returns claimed rows that were not sent to the queue at once, voiding their codes.
+    func release(_ claimed: [ClaimedMessage], now: Date) throws
+
+    /// How much work is pending and when the next piece is due.
+    func queueStatus() throws -> QueueStatus
+
+    /// Outbox rows in id order, optionally filtered by state and address.
+    func messages(state: OutboxState?, email: EmailAddress?, limit: Int?) throws -> [OutboxMessage]
+
+    /// The recorded attempts of one row, oldest first.
+    func attempts(outboxID: Int64) throws -> [DeliveryAttempt]
+
+    /// Rows per state.
+    func stateCounts() throws -> [OutboxState: Int]
+}
+
+extension OutboxStore {
+    @discardableResult
+    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle? = nil) throws -> Int64 {
+        try enqueue(request, messageDomain: messageDomain, throttle: throttle, now: Date())
+    }
+
+    public func claim(_ policy: ClaimPolicy) throws -> [ClaimedMessage] { try claim(policy, now: Date()) }
+
+    public func release(_ claimed: [ClaimedMessage]) throws { try release(claimed, now: Date()) }
+
+    public func messages(state: OutboxState? = nil, email: EmailAddress? = nil) throws -> [OutboxMessage] {
+        try messages(state: state, email: email, limit: nil)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// Decoding ledger rows into the records of `HeraldCore`, and back into statement arguments.
+enum Records {
+    static func account(_ row: Row) -> Account {
+        Account(
+            uid: row["uid"], email: row["email"], emailVerified: row["email_verified"], passwordHash: row["password_hash"],
+            displayName: row["display_name"], disabled: row["disabled"], emailLinkSignin: row["email_link_signin"],
+            validSince: row["valid_since"], createdAt: Date(milliseconds: row["created_at"]),
+            lastLoginAt: (row["last_login_at"] as Int64?).map(Date.init(milliseconds:)),
+            providers: (try? JSONDecoder().decode([String].self, from: Data((row["providers"] as String).utf8))) ?? [])
+    }
+
+    static func arguments(_ account: Account) -> StatementArguments {
+        let providerJSON = String(decoding: (try? JSONEncoder().encode(account.providers)) ?? Data("[]".utf8), as: UTF8.self)
+        return [
+            "uid": account.uid, "email": account.email, "email_verified": account.emailVerified, "password_hash": account.passwordHash,
+            "display_name": account.displayName, "disabled": account.disabled, "email_link_signin": account.emailLinkSignin,
+            "valid_since": account.validSince, "created_at": account.createdAt.milliseconds,
+            "last_login_at": account.lastLoginAt?.milliseconds, "providers": providerJSON,
+        ]
+    }
+
+    /// A code row; `campaign_id` is read when the query joined the outbox.
+    static func code(_ row: Row) -> CodeRecord? {
+        guard let kind = ActionKind(rawValue: row["action"]) else { return nil }
+        return CodeRecord(
+            id: row["id"], kind: kind, email: row["email"], newEmail: row["new_email"], outboxID: row["outbox_id"],
+            continueURL: row["continue_url"], campaignID: row.hasColumn("campaign_id") ? row["campaign_id"] : nil,
+            createdAt: Date(milliseconds: row["created_at"]), expiresAt: Date(milliseconds: row["expires_at"]),
+            redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)),
+            supersededAt: (row["superseded_at"] as Int64?).map(Date.init(milliseconds:)))
+    }
+
+    static func campaign(_ row: Row) throws -> Campaign {
+        guard let kind = ActionKind(rawValue: row["action"]), let state = Campaign.State(rawValue: row["state"]) else {
+            throw HeraldError(.notFound, "campaign \(row["id"] as Int64) has an unknown action or state")
+        }
+        return Campaign(
+            id: row["id"], name: row["name"], kind: kind, state: state,
+            settings: try JSONDecoder().decode(ActionCodeSettings.self, from: Data((row["settings"] as String).utf8)), rate: row["rate"],
+            startAt: Date(milliseconds: row["start_at"]), linkLifetime: row["link_lifetime"], rejected: row["rejected"],
+            createdAt: Date(milliseconds: row["created_at"]))
+    }
+
+    static func message(_ row: Row) throws -> OutboxMessage {
+        guard let kind = ActionKind(rawValue: row["action"]), let state = OutboxState(rawValue: row["state"]) else {
+            throw HeraldError(.notFound, "outbox row \(row["id"] as Int64) has an unknown action or state")
+        }
+        return OutboxMessage(
+            id: row["id"], kind: kind, recipient: try EmailAddress(row["recipient"]), email: try EmailAddress(row["email"]),
+            newEmail: try (row["new_email"] as String?).map { try EmailAddress($0) }, locale: try LocaleTag(row["locale"]),
+            displayName: row["display_name"],
+            settings: try JSONDecoder().decode(ActionCodeSettings.self, from: Data((row["settings"] as String).utf8)),
+            messageID: row["message_id"], priority: row["priority"], state: state, attempts: row["attempts"],
+            queuedAt: Date(milliseconds: row["queued_at"]), nextAttemptAt: Date(milliseconds: row["next_attempt_at"]),
+            leaseUntil: (row["lease_until"] as Int64?).map(Date.init(milliseconds:)), lastReplyCode: row["last_reply_code"],
+            lastReply: row["last_reply"], sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
+            updatedAt: Date(milliseconds: row["updated_at"]), campaignID: row["campaign_id"],
+            variables: try (row["variables"] as String?).map { try JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:],
+            linkLifetime: row["link_lifetime"])
+    }
+}

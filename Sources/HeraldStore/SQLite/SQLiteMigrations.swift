@@ -1,0 +1,131 @@
+import GRDB
+
+/// The ledger's schema. Migrations are append-only: never edit a registered one, add a new one.
+enum SQLiteMigrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: outbox, action codes, delivery attempts") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        action TEXT NOT NULL,
+                        recipient TEXT NOT NULL,            -- where the mail goes (the new address for a change)
+                        email TEXT NOT NULL,                -- the account's email
+                        new_email TEXT,
+                        locale TEXT NOT NULL,
+                        display_name TEXT,
+                        settings TEXT NOT NULL,             -- ActionCodeSettings as JSON
+                        message_id TEXT NOT NULL UNIQUE,    -- stable across resends
+                        priority INTEGER NOT NULL DEFAULT 0, -- lower is sent first
+                        state TEXT NOT NULL CHECK (state IN
+                            ('queued','sending','sent','deferred','failed','dead','expired','cancelled')),
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        queued_at INTEGER NOT NULL,         -- all times: Unix milliseconds, UTC
+                        next_attempt_at INTEGER NOT NULL,
+                        lease_until INTEGER,
+                        last_reply_code INTEGER,
+                        last_reply TEXT,
+                        sent_at INTEGER,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX outbox_due ON outbox(priority, next_attempt_at, id) WHERE state IN ('queued','deferred');
+                    CREATE INDEX outbox_leased ON outbox(lease_until) WHERE state = 'sending';
+                    CREATE INDEX outbox_recipient ON outbox(recipient);
+                    CREATE INDEX outbox_state ON outbox(state);
+
+                    CREATE TABLE action_codes (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        code_hash BLOB NOT NULL UNIQUE,     -- SHA-256 of the code; the code itself is never stored
+                        outbox_id INTEGER REFERENCES outbox(id),
+                        action TEXT NOT NULL,
+                        email TEXT NOT NULL,
+                        new_email TEXT,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,        -- moved to sent time + lifetime once the email is sent
+                        redeemed_at INTEGER,
+                        superseded_at INTEGER
+                    );
+                    CREATE INDEX action_codes_outbox ON action_codes(outbox_id);
+                    CREATE INDEX action_codes_family ON action_codes(email, action);
+
+                    CREATE TABLE delivery_attempts (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        outbox_id INTEGER NOT NULL REFERENCES outbox(id),
+                        attempt INTEGER NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        finished_at INTEGER NOT NULL,
+                        outcome TEXT NOT NULL CHECK (outcome IN ('sent','deferred','failed','dead','interrupted')),
+                        reply_code INTEGER,
+                        reply_text TEXT,
+                        next_attempt_at INTEGER
+                    );
+                    CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id);
+                    """)
+        }
+        migrator.registerMigration("v2: index for expiring stale queued mail") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX outbox_waiting ON outbox(action, queued_at) WHERE state IN ('queued','deferred')
+                    """)
+        }
+        migrator.registerMigration("v3: accounts and link events") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE accounts (
+                        uid TEXT PRIMARY KEY,
+                        email TEXT COLLATE NOCASE UNIQUE,
+                        email_verified INTEGER NOT NULL DEFAULT 0,
+                        password_hash TEXT,                 -- pbkdf2-sha256$rounds$salt$hash, never the password
+                        display_name TEXT,
+                        disabled INTEGER NOT NULL DEFAULT 0,
+                        email_link_signin INTEGER NOT NULL DEFAULT 0,
+                        valid_since INTEGER NOT NULL,       -- Unix milliseconds; ID tokens issued before are rejected
+                        created_at INTEGER NOT NULL,        -- Unix milliseconds
+                        last_login_at INTEGER,
+                        providers TEXT NOT NULL DEFAULT '[]' -- JSON array of provider ids
+                    );
+
+                    CREATE TABLE link_events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        code_id INTEGER REFERENCES action_codes(id),
+                        kind TEXT NOT NULL CHECK (kind IN ('click','redeemed','rejected')),
+                        at INTEGER NOT NULL,
+                        ip TEXT,
+                        user_agent TEXT,
+                        detail TEXT
+                    );
+                    CREATE INDEX link_events_code ON link_events(code_id);
+                    """)
+        }
+        migrator.registerMigration("v4: campaigns") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE campaigns (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        name TEXT NOT NULL UNIQUE,
+                        action TEXT NOT NULL,
+                        state TEXT NOT NULL CHECK (state IN ('active','paused','cancelled')),
+                        settings TEXT NOT NULL,             -- ActionCodeSettings as JSON
+                        rate REAL,                          -- messages per second; NULL = as fast as the worker goes
+                        start_at INTEGER NOT NULL,
+                        link_lifetime REAL,                 -- seconds; NULL = links.lifetime
+                        source TEXT,
+                        rejected INTEGER NOT NULL DEFAULT 0,  -- rows the last import rejected
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    ALTER TABLE outbox ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);
+                    ALTER TABLE outbox ADD COLUMN variables TEXT;          -- extra template variables as JSON
+                    ALTER TABLE outbox ADD COLUMN link_lifetime REAL;      -- seconds; NULL = links.lifetime
+                    ALTER TABLE outbox ADD COLUMN source_line INTEGER;     -- the recipients file line it came from
+                    CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(campaign_id, recipient) WHERE campaign_id IS NOT NULL;
+                    CREATE INDEX outbox_campaign_state ON outbox(campaign_id, state) WHERE campaign_id IS NOT NULL;
+                    """)
+        }
+        migrator.registerMigration("v5: codes remember their continue URL") { db in
+            try db.execute(sql: "ALTER TABLE action_codes ADD COLUMN continue_url TEXT")
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func account(uid: String) throws -> Account? {
+        try pool.read { db in try Self.account(db, uid: uid) }
+    }
+
+    public func account(email: String) throws -> Account? {
+        try pool.read { db in try Self.account(db, email: email) }
+    }
+
+    public func standings(emails: [String]) throws -> [String: AccountStanding] {
+        guard !emails.isEmpty else { return [:] }
+        return try pool.read { db in
+            var standings: [String: AccountStanding] = [:]
+            // SQLite's default limit on host parameters is 32,766; stay well below it.
+            for chunk in stride(from: 0, to: emails.count, by: 10_000).map({ emails[$0..<min($0 + 10_000, emails.count)] }) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT email, disabled, email_verified, display_name FROM accounts WHERE email IN (\(marks))",
+                    arguments: StatementArguments(Array(chunk)))
+                while let row = try rows.next() {
+                    standings[(row["email"] as String).lowercased()] = AccountStanding(
+                        disabled: row["disabled"], emailVerified: row["email_verified"], displayName: row["display_name"])
+                }
+            }
+            return standings
+        }
+    }
+
+    public func createAccount(_ account: Account) throws {
+        try pool.write { db in try Self.insert(db, account) }
+    }
+
+    public func updateAccount(uid: String, _ change: (inout Account) throws -> Void) throws -> Account {
+        try pool.write { db in
+            guard var account = try Self.account(db, uid: uid) else { throw HeraldError(.userNotFound, "") }
+            try change(&account)
+            try Self.update(db, account)
+            return account
+        }
+    }
+
+    public func recordLogin(uid: String, at date: Date) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE accounts SET last_login_at = ? WHERE uid = ?", arguments: [date.milliseconds, uid])
+        }
+    }
+
+    public func deleteAccount(uid: String) throws -> Bool {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
+            return db.changesCount > 0
+        }
+    }
+
+    public func accounts(limit: Int?) throws -> [Account] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM accounts ORDER BY created_at, uid" + (limit.map { " LIMIT \($0)" } ?? ""))
+                .map(Records.account)
+        }
+    }
+
+    // MARK: - Inside transactions
+
+    static func account(_ db: Database, uid: String) throws -> Account? {
+        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Records.account)
+    }
+
+    static func account(_ db: Database, email: String) throws -> Account? {
+        try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE email = ?", arguments: [email]).map(Records.account)
+    }
+
+    /// - Throws: `EMAIL_EXISTS`, `DUPLICATE_LOCAL_ID`.
+    static func insert(_ db: Database, _ account: Account) throws {
+        if let email = account.email, try Self.account(db, email: email) != nil {
+            throw HeraldError(.emailExists, "")
+        }
+        if try Self.account(db, uid: account.uid) != nil {
+            throw HeraldError(.duplicateLocalID, "")
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO accounts (uid, email, email_verified, password_hash, display_name, disabled, email_link_signin,
+                                      valid_since, created_at, last_login_at, providers)
+                VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
+                        :valid_since, :created_at, :last_login_at, :providers)
+                """, arguments: Records.arguments(account))
+    }
+
+    /// Replaces an existing account's fields. - Throws: `EMAIL_EXISTS` if its email belongs to another account.
+    static func update(_ db: Database, _ account: Account) throws {
+        if let email = account.email, let owner = try Self.account(db, email: email), owner.uid != account.uid {
+            throw HeraldError(.emailExists, "")
+        }
+        try db.execute(
+            sql: """
+                UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
+                    display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
+                    valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers
+                WHERE uid = :uid
+                """, arguments: Records.arguments(account))
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
+    public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
+        var conditions: [String] = []
+        var arguments: StatementArguments = ["now": now.milliseconds]
+        if let email = filter.email {
+            conditions.append("(o.recipient = :email OR o.email = :email)")
+            arguments += ["email": email.value]
+        }
+        if let campaign = filter.campaign {
+            conditions.append("o.campaign_id = :campaign")
+            arguments += ["campaign": campaign]
+        }
+        if let kind = filter.kind {
+            conditions.append("o.action = :action")
+            arguments += ["action": kind.rawValue]
+        }
+        if let since = filter.since {
+            conditions.append("o.queued_at >= :since")
+            arguments += ["since": since.milliseconds]
+        }
+        if let until = filter.until {
+            conditions.append("o.queued_at <= :until")
+            arguments += ["until": until.milliseconds]
+        }
+        switch filter.status {
+        case .redeemed: conditions.append("redeemed_at IS NOT NULL")
+        case .unredeemed: conditions.append("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
+        case .expired: conditions.append("expired = 1")
+        case nil: break
+        }
+        let sql = """
+            SELECT * FROM (
+                SELECT o.id, o.recipient, o.action, o.campaign_id, o.state, o.queued_at, o.sent_at, o.email,
+                    (SELECT a.reply_text FROM delivery_attempts a WHERE a.outbox_id = o.id AND a.outcome != 'interrupted'
+                        ORDER BY a.id DESC LIMIT 1) AS smtp_reply,
+                    (SELECT MIN(e.at) FROM link_events e JOIN action_codes c ON c.id = e.code_id
+                        WHERE c.outbox_id = o.id AND e.kind = 'click') AS first_click_at,
+                    r.redeemed_at,
+                    (SELECT e.ip FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1) AS redeemed_ip,
+                    (SELECT e.user_agent FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1)
+                        AS redeemed_user_agent,
+                    EXISTS (SELECT 1 FROM action_codes c WHERE c.outbox_id = o.id AND c.superseded_at IS NOT NULL) AS superseded,
+                    (r.id IS NULL AND (o.state = 'expired' OR (o.sent_at IS NOT NULL AND (
+                        SELECT c.expires_at FROM action_codes c WHERE c.outbox_id = o.id ORDER BY c.id DESC LIMIT 1) <= :now)))
+                        AS expired
+                FROM outbox o
+                LEFT JOIN action_codes r ON r.id = (
+                    SELECT c.id FROM action_codes c WHERE c.outbox_id = o.id AND c.redeemed_at IS NOT NULL ORDER BY c.redeemed_at LIMIT 1)
+            ) AS o
+            \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+            ORDER BY o.id
+            """
+        try pool.read { db in
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try cursor.next() {
+                try each(
+                    AuditRow(
+                        id: row["id"], recipient: row["recipient"], action: row["action"], campaign: row["campaign_id"], state: row["state"],
+                        queuedAt: Date(milliseconds: row["queued_at"]), sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
+                        smtpReply: row["smtp_reply"], firstClickAt: (row["first_click_at"] as Int64?).map(Date.init(milliseconds:)),
+                        redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
+                        redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"]))
+            }
+        }
+    }
+}

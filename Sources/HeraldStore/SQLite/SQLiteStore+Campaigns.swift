@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    /// The campaign called `name`, created with these settings if it does not exist yet.
+    ///
+    /// - Throws: `ARGUMENT_ERROR` when a campaign of that name exists for another action.
+    public func campaign(
+        named name: String, kind: ActionKind, settings: ActionCodeSettings, rate: Double?, startAt: Date, linkLifetime: TimeInterval?,
+        source: String, now: Date
+    ) throws -> Campaign {
+        let settingsJSON = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
+        return try pool.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT * FROM campaigns WHERE name = ?", arguments: [name]) {
+                let existing = try Records.campaign(row)
+                guard existing.kind == kind else {
+                    throw HeraldError(.argumentError, "campaign '\(name)' already exists for \(existing.kind.rawValue)")
+                }
+                return existing
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO campaigns (name, action, state, settings, rate, start_at, link_lifetime, source, created_at, updated_at)
+                    VALUES (?, ?, 'active', ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    name, kind.rawValue, settingsJSON, rate, startAt.milliseconds, linkLifetime, source, now.milliseconds, now.milliseconds,
+                ])
+            return try Records.campaign(try Row.fetchOne(db, sql: "SELECT * FROM campaigns WHERE id = ?", arguments: [db.lastInsertedRowID])!)
+        }
+    }
+
+    /// The campaign with this id.
+    ///
+    /// - Throws: `NOT_FOUND`.
+    public func campaign(id: Int64) throws -> Campaign {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM campaigns WHERE id = ?", arguments: [id]) else {
+                throw HeraldError(.notFound, "no campaign \(id)")
+            }
+            return try Records.campaign(row)
+        }
+    }
+
+    /// Every campaign, oldest first.
+    public func campaigns() throws -> [Campaign] {
+        try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM campaigns ORDER BY id").map(Records.campaign) }
+    }
+
+    /// Outbox rows per state for one campaign.
+    public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
+        try pool.read { db in
+            var counts: [OutboxState: Int] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", arguments: [id])
+            {
+                if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    /// Stops the worker from sending the campaign's rows; they stay queued.
+    public func pause(campaign id: Int64, now: Date) throws {
+        try setState(id, .paused, from: [.active], now: now)
+    }
+
+    /// Lets the worker send again; with a rate, the remaining rows are spaced out from now.
+    public func resume(campaign id: Int64, now: Date) throws {
+        try pool.write { db in
+            try setState(db, id, .active, from: [.paused, .active], now: now)
+            let campaign = try Records.campaign(try Row.fetchOne(db, sql: "SELECT * FROM campaigns WHERE id = ?", arguments: [id])!)
+            guard let rate = campaign.rate else { return }
+            try db.execute(
+                sql: """
+                    WITH ranked AS (
+                        SELECT id, ROW_NUMBER() OVER (ORDER BY next_attempt_at, id) - 1 AS n
+                        FROM outbox WHERE campaign_id = :campaign AND state IN ('queued','deferred'))
+                    UPDATE outbox SET next_attempt_at = MAX(outbox.next_attempt_at, :now + CAST(ranked.n * :interval AS INTEGER))
+                    FROM ranked WHERE outbox.id = ranked.id
+                    """, arguments: ["campaign": id, "now": now.milliseconds, "interval": 1000 / rate])
+        }
+    }
+
+    /// Cancels the campaign: every row not yet sent becomes `cancelled`; returns how many.
+    @discardableResult
+    public func cancel(campaign id: Int64, now: Date) throws -> Int {
+        try pool.write { db in
+            try setState(db, id, .cancelled, from: [.active, .paused], now: now)
+            try db.execute(
+                sql: """
+                    UPDATE outbox SET state = 'cancelled', updated_at = :now, last_reply = 'cancelled with the campaign'
+                    WHERE campaign_id = :campaign AND state IN ('queued','deferred')
+                    """, arguments: ["campaign": id, "now": now.milliseconds])
+            return db.changesCount
+        }
+    }
+
+    public func addRecipients(
+        _ recipients: [CampaignRecipient], to campaign: Campaign, schedule: inout CampaignSchedule, messageDomain: String, now: Date
+    ) throws -> [CampaignAddOutcome] {
+        let at = now.milliseconds
+        let settingsJSON = String(decoding: try JSONEncoder().encode(campaign.settings), as: UTF8.self)
+        var position = schedule.position
+        let start = schedule.start.milliseconds
+        let interval = schedule.interval * 1000
+        let outcomes = try writeDurably { db -> [CampaignAddOutcome] in
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT OR IGNORE INTO outbox (action, recipient, email, locale, display_name, settings, message_id, priority,
+                        state, queued_at, next_attempt_at, updated_at, campaign_id, variables, link_lifetime, source_line)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 10, 'queued', ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            let existing = try db.cachedStatement(sql: "SELECT source_line FROM outbox WHERE campaign_id = ? AND recipient = ?")
+            var outcomes: [CampaignAddOutcome] = []
+            outcomes.reserveCapacity(recipients.count)
+            for recipient in recipients {
+                let due = start + Int64((Double(position) * interval).rounded())
+                try insert.execute(arguments: [
+                    campaign.kind.rawValue, recipient.email, recipient.email, recipient.locale.value, recipient.displayName,
+                    settingsJSON, MessageID.next(domain: messageDomain), at, due, at, campaign.id, recipient.variablesJSON,
+                    campaign.linkLifetime, recipient.line,
+                ])
+                if db.changesCount > 0 {
+                    position += 1
+                    outcomes.append(.imported)
+                } else if try Int.fetchOne(existing, arguments: [campaign.id, recipient.email]) == recipient.line {
+                    outcomes.append(.alreadyImported)
+                } else {
+                    outcomes.append(.duplicate)
+                }
+            }
+            return outcomes
+        }
+        schedule.position = position
+        return outcomes
+    }
+
+    public func setRejected(campaign id: Int64, count: Int, now: Date) throws {
+        try writeDurably { db in
+            try db.execute(sql: "UPDATE campaigns SET rejected = ?, updated_at = ? WHERE id = ?", arguments: [count, now.milliseconds, id])
+        }
+    }
+
+    public func campaignAccounts(unverifiedOnly: Bool) throws -> [(email: String, displayName: String?)] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT email, display_name FROM accounts
+                    WHERE email IS NOT NULL AND disabled = 0 \(unverifiedOnly ? "AND email_verified = 0" : "") ORDER BY created_at, uid
+                    """
+            ).map { (email: $0["email"] as String, displayName: $0["display_name"] as String?) }
+        }
+    }
+
+    /// Rows already queued for a campaign: where a resumed import continues its schedule.
+    public func importedCount(campaign id: Int64) throws -> Int64 {
+        try pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE campaign_id = ?", arguments: [id]) ?? 0
+        }
+    }
+
+    private func setState(_ id: Int64, _ state: Campaign.State, from: Set<Campaign.State>, now: Date) throws {
+        try pool.write { db in try setState(db, id, state, from: from, now: now) }
+    }
+
+    private func setState(_ db: Database, _ id: Int64, _ state: Campaign.State, from: Set<Campaign.State>, now: Date) throws {
+        guard let current = try String.fetchOne(db, sql: "SELECT state FROM campaigns WHERE id = ?", arguments: [id]) else {
+            throw HeraldError(.notFound, "no campaign \(id)")
+        }
+        guard let known = Campaign.State(rawValue: current), from.contains(known) else {
+            throw HeraldError(.argumentError, "campaign \(id) is \(current); cannot make it \(state.rawValue)")
+        }
+        try db.execute(
+            sql: "UPDATE campaigns SET state = ?, updated_at = ? WHERE id = ?", arguments: [state.rawValue, now.milliseconds, id])
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    /// Claims up to `policy.limit` due rows for this worker and mints a code for each.
+    ///
+    /// In one transaction: rows whose lease ran out go back to the queue (or die when out of
+    /// attempts), stale queued sign-in/reset mail expires, then one `UPDATE … RETURNING`
+    /// statement claims the due rows, and each claimed row gets a fresh hashed code.
+    public func claim(_ policy: ClaimPolicy, now: Date) throws -> [ClaimedMessage] {
+        let at = now.milliseconds
+        return try pool.write { db in
+            try releaseExpiredLeases(db, maxAttempts: policy.maxAttempts, at: at)
+            try expireStale(db, policy: policy, at: at)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE outbox
+                    SET state = 'sending', attempts = attempts + 1, lease_until = :lease, updated_at = :now
+                    WHERE id IN (
+                        SELECT id FROM outbox
+                        WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
+                          AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
+                        ORDER BY priority, next_attempt_at, id
+                        LIMIT :limit)
+                    RETURNING *
+                    """,
+                arguments: ["lease": at + Int64(policy.lease * 1000), "now": at, "limit": policy.limit])
+            var claimed: [ClaimedMessage] = []
+            claimed.reserveCapacity(rows.count)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+            for row in rows {
+                let message: OutboxMessage
+                do {
+                    message = try Records.message(row)
+                } catch {
+                    // A row this version cannot read must not block the queue: fail it, visibly.
+                    try db.execute(
+                        sql: "UPDATE outbox SET state = 'failed', lease_until = NULL, last_reply = ? WHERE id = ?",
+                        arguments: ["unreadable row: \(error)", row["id"] as Int64])
+                    continue
+                }
+                let code = ActionCode.generate()
+                try insert.execute(arguments: [
+                    Data(code.hash), message.id, message.kind.rawValue, message.email.value, message.newEmail?.value, message.settings.url,
+                    at, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000),
+                ])
+                claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
+            }
+            // RETURNING order is unspecified; send in queue order.
+            return claimed.sorted {
+                ($0.message.priority, $0.message.nextAttemptAt, $0.message.id) < ($1.message.priority, $1.message.nextAttemptAt, $1.message.id)
+            }
+        }
+    }
+
+    /// Rows left in `sending` by a worker that died: back to the queue, or dead when out of attempts.
+    private func releaseExpiredLeases(_ db: Database, maxAttempts: Int, at: Int64) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_text)
+                SELECT id, attempts, updated_at, :now, 'interrupted', 'lease expired: the worker stopped before recording a result'
+                FROM outbox WHERE state = 'sending' AND lease_until < :now;
+                UPDATE outbox
+                SET state = CASE WHEN attempts >= :max THEN 'dead' ELSE 'queued' END,
+                    lease_until = NULL, next_attempt_at = :now, updated_at = :now,
+                    last_reply = 'lease expired: the worker stopped before recording a result'
+                WHERE state = 'sending' AND lease_until < :now;
+                """,
+            arguments: ["now": at, "max": maxAttempts])
+    }
+
+    /// Queued sign-in and reset mail past its allowed wait is expired, never sent stale.
+    private func expireStale(_ db: Database, policy: ClaimPolicy, at: Int64) throws {
+        for (kind, wait) in policy.maxQueueWait {
+            try db.execute(
+                sql: """
+                    UPDATE outbox SET state = 'expired', updated_at = :now,
+                        last_reply = 'expired: queued longer than worker.maxQueueWait'
+                    WHERE state IN ('queued','deferred') AND action = :action AND queued_at < :cutoff AND campaign_id IS NULL
+                    """,
+                arguments: ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)])
+        }
+    }
+
+    /// Returns rows this worker claimed but did not send (graceful shutdown) to the queue at once.
+    public func release(_ claimed: [ClaimedMessage], now: Date) throws {
+        guard !claimed.isEmpty else { return }
+        let at = now.milliseconds
+        try pool.write { db in
+            for item in claimed {
+                try db.execute(
+                    sql: """
+                        UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END,
+                            attempts = attempts - 1, lease_until = NULL, next_attempt_at = :now, updated_at = :now
+                        WHERE id = :id AND state = 'sending' AND lease_until = :lease
+                        """,
+                    arguments: ["id": item.message.id, "now": at, "lease": item.message.leaseUntil?.milliseconds])
+                try db.execute(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?", arguments: [item.codeID])
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func mintCode(
+        _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
+    ) throws -> ActionCode {
+        let code = ActionCode.generate()
+        let at = now.milliseconds
+        try pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
+                    VALUES (?, NULL, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [Data(code.hash), kind.rawValue, email, newEmail, continueURL, at, at + Int64(lifetime * 1000)])
+        }
+        return code
+    }
+
+    public func code(_ plaintext: String) throws -> CodeRecord? {
+        try pool.read { db in try Self.code(db, plaintext) }
+    }
+
+    /// The code with the campaign of the email that carried it.
+    static func code(_ db: Database, _ plaintext: String) throws -> CodeRecord? {
+        try Row.fetchOne(
+            db,
+            sql: """
+                SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
+                """, arguments: [Data(ActionCode.hash(plaintext))]
+        ).flatMap(Records.code)
+    }
+
+    public func recordLinkEvent(codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, now: Date) throws {
+        try pool.write { db in try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: now.milliseconds) }
+    }
+
+    static func insertEvent(_ db: Database, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws {
+        try db.execute(
+            sql: "INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [codeID, kind.rawValue, at, visitor.ip, visitor.userAgent.map { String($0.prefix(512)) }, detail])
+    }
+}

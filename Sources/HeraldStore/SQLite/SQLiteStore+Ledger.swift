@@ -1,0 +1,67 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    /// Outbox rows in id order, optionally filtered by state and recipient.
+    public func messages(state: OutboxState?, email: EmailAddress?, limit: Int?) throws -> [OutboxMessage] {
+        var conditions: [String] = []
+        var arguments: StatementArguments = []
+        if let state {
+            conditions.append("state = ?")
+            arguments += [state.rawValue]
+        }
+        if let email {
+            conditions.append("(recipient = ? OR email = ?)")
+            arguments += [email.value, email.value]
+        }
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
+        return try pool.read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Records.message)
+        }
+    }
+
+    /// The recorded attempts of one row, oldest first.
+    public func attempts(outboxID: Int64) throws -> [DeliveryAttempt] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id
+                    """,
+                arguments: [outboxID]
+            ).map { row in
+                DeliveryAttempt(
+                    outboxID: row["outbox_id"], attempt: row["attempt"], outcome: row["outcome"],
+                    replyCode: row["reply_code"], replyText: row["reply_text"],
+                    startedAt: Date(milliseconds: row["started_at"]), finishedAt: Date(milliseconds: row["finished_at"]))
+            }
+        }
+    }
+
+    /// How much work is pending and when the next piece is due.
+    public func queueStatus() throws -> QueueStatus {
+        try pool.read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) AS pending,
+                           MIN(CASE WHEN state = 'sending' THEN lease_until ELSE next_attempt_at END) AS next_due
+                    FROM outbox WHERE state IN ('queued','deferred','sending')
+                    """)!
+            return QueueStatus(pending: row["pending"], nextDue: (row["next_due"] as Int64?).map(Date.init(milliseconds:)))
+        }
+    }
+
+    /// Counts rows per state.
+    public func stateCounts() throws -> [OutboxState: Int] {
+        try pool.read { db in
+            var counts: [OutboxState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM outbox GROUP BY state") {
+                if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+}
