@@ -110,7 +110,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldActionsTests",
-            dependencies: ["HeraldActions", "HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

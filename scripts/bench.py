@@ -98,7 +98,8 @@ def main() -> None:
     try:
         wait_for_port(port)
         base_env = {**os.environ, "HERALD_SMTP_URL": f"smtp://127.0.0.1:{port}/herald.bench",
-                    "HERALD_LOG_LEVEL": "warning", "HERALD_WORKER_BATCH_SIZE": "200"}
+                    "HERALD_LOG_LEVEL": "warning", "HERALD_WORKER_BATCH_SIZE": "200",
+                    "HERALD_ACCOUNTS_OWNER": "app"}  # recipients without accounts, as an app-owned deployment
 
         preview = work / "preview.eml"
         subprocess.run([args.herald, "templates", "preview", "verify-email", "--out", str(preview)],

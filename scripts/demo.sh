@@ -16,8 +16,13 @@ port=$(awk '/READY/ {print $2}' var/demo/smtp.port)
 
 export HERALD_SMTP_URL="smtp://127.0.0.1:$port/herald.local"
 export HERALD_DATABASE_PATH=var/demo/herald.sqlite
+# The demo mails each action twice within seconds (two locales): lift the per-address cooldown.
+export HERALD_POLICY_COOLDOWN=0s
 echo "== capture SMTP server on 127.0.0.1:$port, ledger in $HERALD_DATABASE_PATH"
 $herald migrate
+echo "== Herald owns the accounts by default (accounts.owner: herald): importing Ada's"
+printf 'email,displayName,password\nada@example.com,Ada Lovelace,correct-horse-battery\n' >var/demo/accounts.csv
+$herald accounts import var/demo/accounts.csv
 
 continue_url=https://app.example.com/welcome
 for locale in pl fa; do

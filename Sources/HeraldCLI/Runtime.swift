@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldActions
 import HeraldCore
 import HeraldMail
 import HeraldStore
@@ -16,8 +17,17 @@ struct Runtime {
         return Runtime(configuration: configuration, logger: Logger(label: "herald"))
     }
 
-    func openStore() throws -> HeraldStore {
-        try HeraldStore(path: configuration.database.path)
+    func openStore() throws -> any HeraldStore {
+        try StoreOpener.open(configuration.database)
+    }
+
+    /// The rulebook over the configured store; every command that reads or changes the ledger goes through it.
+    ///
+    /// Emulator mode is a `herald serve` setting (its codes live in the server's memory): commands always queue.
+    func actions() throws -> Actions {
+        var configuration = configuration
+        configuration.server.emulatorMode = false
+        return try Actions(configuration: configuration, store: openStore(), composer: composer(), logger: logger)
     }
 
     func composer() throws -> MessageComposer {

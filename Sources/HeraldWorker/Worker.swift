@@ -17,7 +17,7 @@ import Logging
 /// let summary = try await worker.run(untilEmpty: true, concurrency: 2, stop: StopSignal())
 /// ```
 public struct Worker: Sendable {
-    let store: HeraldStore
+    let store: any OutboxStore
     let composer: MessageComposer
     let policy: ClaimPolicy
     let retry: RetryPolicy
@@ -30,7 +30,7 @@ public struct Worker: Sendable {
     let rateLimiter: RateLimiter?
 
     public init(
-        store: HeraldStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
+        store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
         makeTransport: @escaping @Sendable () throws -> any MailTransport
     ) {
         self.store = store

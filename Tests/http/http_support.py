@@ -55,8 +55,10 @@ KIND = {
     "lookup": "identitytoolkit#GetAccountInfoResponse",
 }
 
-# Base config overrides of every server; tests deep-merge theirs on top.
+# Base config overrides of every server; tests deep-merge theirs on top. The API suite runs
+# Firebase's semantics: Herald owns the accounts.
 BASE_OVERRIDES: dict = {
+    "accounts": {"owner": "herald"},
     "server": {"host": "127.0.0.1", "port": 0, "adminToken": ADMIN_TOKEN},
     "worker": {"pollInterval": "100ms"},
 }

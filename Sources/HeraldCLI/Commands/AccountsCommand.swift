@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HeraldServer
+import HeraldActions
 
 /// `herald accounts …`: the account store behind the Identity Toolkit API.
 struct AccountsCommand: AsyncParsableCommand {
@@ -21,7 +21,7 @@ struct ImportAccounts: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let runtime = try await Runtime.load(global)
-            let report = try AccountImporter.importFile(file, into: try runtime.openStore())
+            let report = try runtime.actions().importAccounts(path: file)
             for (line, reason) in report.rejected {
                 FileHandle.standardError.write(Data("\(file):\(line): \(reason)\n".utf8))
             }
@@ -41,7 +41,7 @@ struct ListAccounts: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let runtime = try await Runtime.load(global)
-            let accounts = try runtime.openStore().accounts()
+            let accounts = try runtime.actions().listAccounts()
             if json {
                 let objects: [[String: Any]] = accounts.map { account in
                     [

@@ -1,8 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import HeraldServer
-import HeraldStore
+import HeraldActions
 
 /// `herald audit`: one row per link, streamed.
 struct AuditCommand: AsyncParsableCommand {
@@ -36,7 +35,7 @@ struct AuditCommand: AsyncParsableCommand {
             filter.since = try since.map(CreateCampaign.parseTime)
             filter.until = try until.map(CreateCampaign.parseTime)
             filter.status = redeemed ? .redeemed : unredeemed ? .unredeemed : expired ? .expired : nil
-            let store = try await Runtime.load(global).openStore()
+            let actions = try await Runtime.load(global).actions()
             var buffer = Data()
             func emit(_ line: String) {
                 buffer.append(contentsOf: line.utf8)
@@ -47,7 +46,7 @@ struct AuditCommand: AsyncParsableCommand {
                 }
             }
             if let header = AuditFormatter.header(output) { emit(header) }
-            try store.audit(filter) { row in emit(AuditFormatter.line(row, output)) }
+            try actions.audit(filter) { row in emit(AuditFormatter.line(row, output)) }
             FileHandle.standardOutput.write(buffer)
         }
     }

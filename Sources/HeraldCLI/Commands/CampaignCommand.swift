@@ -1,8 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import HeraldServer
-import HeraldStore
+import HeraldActions
 
 /// `herald campaign …`: bulk sends with rates, control, progress and reports.
 struct CampaignCommand: AsyncParsableCommand {
@@ -39,39 +38,27 @@ struct CreateCampaign: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let kind = try ActionKind(argument: action)
-            guard kind != .verifyAndChangeEmail else { throw HeraldError(.argumentError, "campaigns send verify-email, reset-password or sign-in") }
             guard (recipients != nil) != fromAccounts else { throw HeraldError(.argumentError, "give either --recipients FILE or --from-accounts") }
             if unverified && !fromAccounts { throw HeraldError(.argumentError, "--unverified goes with --from-accounts") }
-            let perSecond = try rate.map(Self.parseRate)
-            let start = try startAt.map(Self.parseTime) ?? Date()
             let lifetime = try linkLifetime.map { text in
                 guard let seconds = DurationText.parse(text), seconds > 0, seconds <= 366 * 86_400 else {
                     throw HeraldError(.argumentError, "--link-lifetime: expected a duration up to 366d, such as 90m, 48h or 7d")
                 }
                 return seconds
             }
-            if let recipients { _ = try CampaignImporter.header(of: recipients) }  // fail before anything is written
-            let runtime = try await Runtime.load(global)
-            let settings = ActionCodeSettings(url: continueUrl, handleCodeInApp: kind == .signIn)
-            try settings.validate(for: kind, authorizedDomains: runtime.configuration.links.authorizedDomains)
-            let composer = try runtime.composer()
-            let store = try runtime.openStore()
-            let campaign = try store.campaign(
-                named: name, kind: kind, settings: settings, rate: perSecond, startAt: start, linkLifetime: lifetime,
-                source: recipients ?? (unverified ? "accounts (unverified)" : "accounts"))
-            let importer = try CampaignImporter(
-                store: store, campaign: campaign, defaultLocale: runtime.configuration.links.defaultLocale,
-                messageDomain: String(composer.from.address.domain))
-            let rejectsPath = rejects ?? (recipients.map { $0 + ".rejects.csv" } ?? "campaign-\(campaign.id).rejects.csv")
+            let request = CampaignRequest(
+                name: name, kind: kind, source: recipients.map { .csv(path: $0) } ?? .accounts(unverifiedOnly: unverified),
+                continueURL: continueUrl, rate: try rate.map(Self.parseRate), startAt: try startAt.map(Self.parseTime) ?? Date(),
+                linkLifetime: lifetime, rejectsPath: rejects)
+            let actions = try await Runtime.load(global).actions()
             let started = Date()
-            let summary =
-                try recipients.map { try importer.importCSV(path: $0, rejectsPath: rejectsPath) }
-                ?? importer.importAccounts(unverifiedOnly: unverified, rejectsPath: rejectsPath)
+            let result = try actions.createCampaign(request)
             let seconds = Date().timeIntervalSince(started)
+            let summary = result.summary
             let rows = summary.imported + summary.rejected + summary.alreadyImported
             print(
-                "campaign \(campaign.id) \"\(campaign.name)\": imported \(summary.imported), rejected \(summary.rejected), "
-                    + "already imported \(summary.alreadyImported) (rejects: \(rejectsPath)); "
+                "campaign \(result.campaign.id) \"\(result.campaign.name)\": imported \(summary.imported), rejected \(summary.rejected), "
+                    + "already imported \(summary.alreadyImported) (rejects: \(result.rejectsPath)); "
                     + String(format: "%.0f rows/s", seconds > 0 ? Double(rows) / seconds : 0))
         }
     }
@@ -105,9 +92,8 @@ struct ListCampaigns: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try await Runtime.load(global).openStore()
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
-            let rows = try store.campaigns().map { campaign in (campaign, try store.counts(campaign: campaign.id)) }
+            let rows = try await Runtime.load(global).actions().campaigns()
             if json {
                 let objects: [[String: Any]] = rows.map { campaign, counts in
                     [
@@ -133,12 +119,12 @@ struct ListCampaigns: AsyncParsableCommand {
 protocol CampaignControl: AsyncParsableCommand {
     var global: GlobalOptions { get }
     var id: Int64 { get }
-    func apply(_ store: HeraldStore) throws -> String
+    func apply(_ actions: Actions) throws -> String
 }
 
 extension CampaignControl {
     func run() async throws {
-        try await reportingErrors { print(try apply(try await Runtime.load(global).openStore())) }
+        try await reportingErrors { print(try apply(try await Runtime.load(global).actions())) }
     }
 }
 
@@ -146,8 +132,8 @@ struct PauseCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "pause", abstract: "Stop sending a campaign; its rows stay queued.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ store: HeraldStore) throws -> String {
-        try store.pause(campaign: id)
+    func apply(_ actions: Actions) throws -> String {
+        try actions.pauseCampaign(id: id)
         return "campaign \(id) paused"
     }
 }
@@ -156,8 +142,8 @@ struct ResumeCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Send a paused campaign again.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ store: HeraldStore) throws -> String {
-        try store.resume(campaign: id)
+    func apply(_ actions: Actions) throws -> String {
+        try actions.resumeCampaign(id: id)
         return "campaign \(id) resumed"
     }
 }
@@ -166,8 +152,8 @@ struct CancelCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a campaign: unsent rows become cancelled.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ store: HeraldStore) throws -> String {
-        "campaign \(id) cancelled: \(try store.cancel(campaign: id)) unsent message(s) cancelled"
+    func apply(_ actions: Actions) throws -> String {
+        "campaign \(id) cancelled: \(try actions.cancelCampaign(id: id)) unsent message(s) cancelled"
     }
 }
 
@@ -181,7 +167,7 @@ struct ReportCampaign: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard ["text", "json", "html"].contains(format) else { throw HeraldError(.argumentError, "--format: expected text, json or html") }
-            let report = try await Runtime.load(global).openStore().report(campaign: id)
+            let report = try await Runtime.load(global).actions().report(campaign: id)
             switch format {
             case "json": print(ReportFormatter.json(report))
             case "html": print(ReportFormatter.html(report))

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import HeraldStore
+import HeraldActions
 
 /// `herald messages`: the ledger, as a table or JSON.
 struct MessagesCommand: AsyncParsableCommand {
@@ -25,7 +25,7 @@ struct MessagesCommand: AsyncParsableCommand {
             }
             let filterEmail = try email.map { try EmailAddress($0) }
             let runtime = try await Runtime.load(global)
-            let rows = try runtime.openStore().messages(state: filterState, email: filterEmail)
+            let rows = try runtime.actions().messages(state: filterState, email: filterEmail)
             print(json ? try Self.json(rows) : Self.table(rows))
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldActions
 import HeraldCore
 
 /// `herald send`: validates and queues one action email, printing its outbox id.
@@ -39,29 +40,28 @@ struct SendCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let kind = try ActionKind(argument: action)
-            let runtime = try await Runtime.load(global)
             let settings = ActionCodeSettings(
                 url: continueUrl, handleCodeInApp: handleCodeInApp || kind == .signIn, iOSBundleId: iOSBundleId,
                 androidPackageName: androidPackageName, androidInstallApp: androidInstallApp,
                 androidMinimumVersion: androidMinimumVersion, linkDomain: linkDomain, dynamicLinkDomain: dynamicLinkDomain)
-            let links = runtime.configuration.links
-            let composer = try runtime.composer()  // template or sender problems surface now, not in the worker
-            let domain = String(composer.from.address.domain)
-            func request(_ address: String) throws -> ActionRequest {
-                try ActionRequest(
-                    kind: kind, email: address, newEmail: newEmail, settings: settings, locale: locale, displayName: displayName,
-                    links: links)
-            }
+            var request = SendRequest(kind: kind, newEmail: newEmail, settings: settings, locale: locale, displayName: displayName)
+            // Template or sender problems surface now, not in the worker.
+            let actions = try await Runtime.load(global).actions()
             switch (email, recipients) {
             case (let email?, nil):
-                let validated = try request(email)
-                print(try runtime.openStore().enqueue(validated, messageDomain: domain))
+                request.email = email
+                let result = try actions.send(request, as: .admin)
+                guard case .queued(let id) = result.delivery else { throw HeraldError(.argumentError, "nothing was queued") }
+                print(id)
             case (nil, let path?):
                 let lines = try Self.addresses(in: path)
-                for (number, address) in lines { _ = try Self.onLine(number, path) { try request(address) } }
-                // Every line passed the same validation above, so building its request again cannot fail.
-                let queued = try runtime.openStore().enqueue(lines.lazy.map { try! request($0.address) }, messageDomain: domain)
-                print("queued \(queued) message(s)")
+                do {
+                    let queued = try actions.sendBulk(request, to: lines.map(\.address))
+                    print("queued \(queued) message(s)")
+                } catch let refusal as BulkSendError {
+                    let place = "\(path):\(lines[refusal.index].line)"
+                    throw HeraldError(refusal.error.code, refusal.error.detail.isEmpty ? place : "\(place): \(refusal.error.detail)")
+                }
             default:
                 throw HeraldError(.argumentError, "give either one <email> or --recipients FILE")
             }
@@ -79,15 +79,6 @@ struct SendCommand: AsyncParsableCommand {
         return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
             let address = line.trimmingCharacters(in: .whitespacesAndNewlines)
             return address.isEmpty || address.hasPrefix("#") ? nil : (index + 1, address)
-        }
-    }
-
-    /// Prefixes a failure with the file and line it came from.
-    static func onLine<T>(_ line: Int, _ path: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as HeraldError {
-            throw HeraldError(error.code, "\(path):\(line): \(error.detail)")
         }
     }
 }

@@ -3,13 +3,19 @@ import Foundation
 import HeraldMail
 import HeraldServer
 import HeraldWorker
+import ServiceLifecycle
 
-/// `herald serve`: the Firebase-compatible HTTP API and action pages, with the send worker embedded.
+/// `herald serve`: the Firebase-compatible HTTP API and action pages, with the send worker embedded,
+/// as one supervised service group.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the Identity Toolkit email-action API and the action pages (worker embedded unless --no-worker).",
-        discussion: "Prints 'READY http://host:port' once listening. SIGINT/SIGTERM stop the server and the worker gracefully."
+        discussion: """
+            Prints 'READY http://host:port' once listening. SIGINT/SIGTERM stop the server and the worker gracefully. \
+            If the embedded worker fails, /health answers 503 naming the failure for server.failureGrace, then the \
+            server drains and the process exits 1.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -23,25 +29,35 @@ struct ServeCommand: AsyncParsableCommand {
             let configuration = runtime.configuration
             let store = try runtime.openStore()
             let composer = try runtime.composer()
+            let logger = runtime.logger
+            let health = Health()
             let host = configuration.server.host
-            let app = try HeraldServer.application(
-                configuration: configuration, store: store, composer: composer, logger: runtime.logger
-            ) { port in
+            let actions = Actions(configuration: configuration, store: store, composer: composer, logger: logger)
+            let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
                 FileHandle.standardOutput.write(Data("READY http://\(host):\(port)\n".utf8))
             }
-            let stop = StopSignal()
-            var worker: Task<WorkerSummary, any Error>?
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
             if !noWorker {
                 let settings = SMTPSettings(configuration.smtp)
-                let sender = Worker(store: store, composer: composer, configuration: configuration, logger: runtime.logger) {
+                let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {
                     try CurlSMTPConnection(settings: settings)
                 }
-                worker = Task { try await sender.run(untilEmpty: false, concurrency: configuration.smtp.connections, stop: stop) }
+                let grace = configuration.server.failureGrace
+                let service = WorkerService(worker: worker, concurrency: configuration.smtp.connections) { error in
+                    // Tell load balancers first, then drain: /health is 503 for the grace period.
+                    health.fail("worker: \(error)")
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(grace)) }
+                }
+                services.append(
+                    .init(
+                        service: service, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker"))
             }
-            defer { stop.stop() }
-            try await app.runService()  // returns after SIGINT/SIGTERM, once in-flight requests are done
-            stop.stop()
-            if let summary = try await worker?.value { runtime.logger.info("worker finished: \(summary)") }
+            // Shutdown runs in reverse order: the API stops taking requests before the worker drains.
+            services.append(.init(service: app, serviceName: "http"))
+            let group = ServiceGroup(
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
         }
     }
 }

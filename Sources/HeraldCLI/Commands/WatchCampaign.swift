@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HeraldStore
+import HeraldActions
 
 /// `herald campaign watch`: a live progress bar on a terminal, plain periodic lines otherwise.
 struct WatchCampaign: AsyncParsableCommand {
@@ -12,13 +12,12 @@ struct WatchCampaign: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try await Runtime.load(global).openStore()
-            _ = try store.campaign(id: id)
+            let actions = try await Runtime.load(global).actions()
+            _ = try actions.campaign(id: id)
             let terminal = isatty(STDOUT_FILENO) == 1
             var samples: [(Date, Int)] = []
             while true {
-                let counts = try store.counts(campaign: id)
-                let campaign = try store.campaign(id: id)
+                let (campaign, counts) = try actions.campaign(id: id)
                 let total = counts.values.reduce(0, +)
                 let sent = counts[.sent] ?? 0
                 let finished = total - (counts[.queued] ?? 0) - (counts[.sending] ?? 0) - (counts[.deferred] ?? 0)

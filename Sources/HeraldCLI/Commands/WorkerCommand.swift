@@ -1,10 +1,10 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import HeraldMail
 import HeraldWorker
+import ServiceLifecycle
 
-/// `herald worker`: sends due mail until stopped (or until the queue is empty).
+/// `herald worker`: sends due mail until stopped (or until the queue is empty), as a service group of one.
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
@@ -23,18 +23,6 @@ struct WorkerCommand: AsyncParsableCommand {
             let configuration = runtime.configuration
             let connections = concurrency ?? configuration.smtp.connections
             guard (1...64).contains(connections) else { throw ValidationError("--concurrency must be from 1 to 64") }
-            let stop = StopSignal()
-            let signals = [SIGINT, SIGTERM].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler {
-                    runtime.logger.info("signal received: finishing in-flight sends", metadata: ["signal": "\(number)"])
-                    stop.stop()
-                }
-                source.resume()
-                return source
-            }
-            defer { signals.forEach { $0.cancel() } }
             let settings = SMTPSettings(configuration.smtp)
             let worker = Worker(
                 store: try runtime.openStore(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
@@ -42,8 +30,12 @@ struct WorkerCommand: AsyncParsableCommand {
             runtime.logger.info(
                 "worker started",
                 metadata: ["smtp": "\(Self.redacted(configuration.smtp.url))", "connections": "\(connections)", "untilEmpty": "\(untilEmpty)"])
-            let summary = try await worker.run(untilEmpty: untilEmpty, concurrency: connections, stop: stop)
-            runtime.logger.info("worker finished: \(summary)")
+            let service = WorkerService(worker: worker, concurrency: connections, untilEmpty: untilEmpty)
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker")],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))
+            try await group.run()
         }
     }
 

@@ -116,6 +116,11 @@ struct ConfigurationParser {
             $0.isEmpty || URLComponents(string: $0)?.scheme == "https" ? nil : "expected an https URL"
         }
         c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))
+        c.server.failureGrace = try await duration("server.failureGrace", c.server.failureGrace, positive: false)
+        let owner = try await text("accounts.owner", c.accounts.owner.rawValue) {
+            HeraldConfiguration.Accounts.Owner(rawValue: $0) == nil ? "expected herald or app, got '\($0)'" : nil
+        }
+        c.accounts.owner = HeraldConfiguration.Accounts.Owner(rawValue: owner)!
         c.policy.cooldown = try await duration("policy.cooldown", c.policy.cooldown, positive: false)
         c.policy.dailyCap = try await number("policy.dailyCap", c.policy.dailyCap, in: 1...1_000_000)
         return c

@@ -1,0 +1,134 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import HeraldMail
+import HeraldStore
+import Testing
+
+/// A fresh rulebook over a real SQLite file, in either account-ownership mode.
+struct Rulebook {
+    let actions: Actions
+    let store: any HeraldStore
+    let directory: URL
+
+    init(owner: HeraldConfiguration.Accounts.Owner = .herald, _ change: (inout HeraldConfiguration) -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-actions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = HeraldConfiguration()
+        configuration.accounts.owner = owner
+        configuration.links.authorizedDomains = ["localhost", "app.example.com"]
+        configuration.templatesDirectory = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../templates").path
+        change(&configuration)
+        store = try SQLiteStore(path: directory.appendingPathComponent("ledger.sqlite").path)
+        let templates = try TemplateLibrary(directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
+        actions = Actions(
+            configuration: configuration, store: store, composer: try MessageComposer(configuration: configuration, templates: templates))
+    }
+
+    func file(_ name: String, _ text: String) throws -> String {
+        let path = directory.appendingPathComponent(name).path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
+
+func code(of call: () throws -> Void) -> String? {
+    do {
+        try call()
+        return nil
+    } catch let error as HeraldError {
+        return error.code.rawValue
+    } catch {
+        return "\(error)"
+    }
+}
+
+@Suite struct SendingRuleTests {
+    static let visitor = Visitor(ip: "127.0.0.1", userAgent: "tests")
+
+    @Test func adminSeesTheTrueRefusalWhereAnAppGetsSilence() throws {
+        let rulebook = try Rulebook()
+        let reset = SendRequest(kind: .resetPassword, email: "nobody@example.org")
+        #expect(code { _ = try rulebook.actions.send(reset, as: .admin) } == "EMAIL_NOT_FOUND")
+        #expect(try rulebook.actions.send(reset, as: .app).delivery == .silent)
+        let verify = SendRequest(kind: .verifyEmail, email: "nobody@example.org")
+        #expect(code { _ = try rulebook.actions.send(verify, as: .admin) } == "USER_NOT_FOUND")
+        #expect(try rulebook.store.stateCounts().isEmpty)
+    }
+
+    @Test func campaignRowsAndBulkSendsAreRefusedWithTheSameCode() throws {
+        let rulebook = try Rulebook()
+        _ = try rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let csv = try rulebook.file("people.csv", "email\nada@example.com\nnobody@example.org\n")
+        let result = try rulebook.actions.createCampaign(CampaignRequest(name: "resets", kind: .resetPassword, source: .csv(path: csv)))
+        #expect(result.summary.imported == 1 && result.summary.rejected == 1)
+        let rejects = try String(contentsOfFile: result.rejectsPath, encoding: .utf8)
+        #expect(rejects == "line,reason,content\n3,EMAIL_NOT_FOUND,nobody@example.org\n")
+
+        let bulk = SendRequest(kind: .resetPassword)
+        #expect(throws: BulkSendError.self) { try rulebook.actions.sendBulk(bulk, to: ["ada@example.com", "nobody@example.org"]) }
+        #expect(try rulebook.actions.sendBulk(bulk, to: ["ada@example.com", "ADA@example.com"]) == 2)
+    }
+
+    @Test func singleSendsAreThrottledPerAddressAndAction() throws {
+        let rulebook = try Rulebook(owner: .app)
+        let request = SendRequest(kind: .verifyEmail, email: "ada@example.com")
+        _ = try rulebook.actions.send(request, as: .admin)
+        #expect(code { _ = try rulebook.actions.send(request, as: .admin) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
+        _ = try rulebook.actions.send(SendRequest(kind: .resetPassword, email: "ada@example.com"), as: .admin)
+    }
+
+    @Test func returnLinkIsForAdminsAndQueuesNothing() throws {
+        let rulebook = try Rulebook(owner: .app)
+        let request = SendRequest(kind: .verifyEmail, email: "ada@example.com", returnLink: true)
+        #expect(code { _ = try rulebook.actions.send(request, as: .app) } == "INSUFFICIENT_PERMISSION")
+        guard case .link(let plaintext, let link) = try rulebook.actions.send(request, as: .admin).delivery else {
+            Issue.record("expected a link")
+            return
+        }
+        #expect(link.contains("oobCode=\(plaintext)"))
+        #expect(try rulebook.store.stateCounts().isEmpty)
+    }
+}
+
+@Suite struct AccountOwnershipTests {
+    static let visitor = Visitor(ip: "198.51.100.7", userAgent: "app-backend")
+
+    @Test func appOwnedModeSendsAnywhereAndTheAppRedeemsOnce() throws {
+        let rulebook = try Rulebook(owner: .app)
+        let request = SendRequest(
+            kind: .resetPassword, email: "anyone@example.org", settings: ActionCodeSettings(url: "https://app.example.com/done"),
+            returnLink: true)
+        guard case .link(let plaintext, _) = try rulebook.actions.send(request, as: .admin).delivery else {
+            Issue.record("expected a link")
+            return
+        }
+        let inspected = try rulebook.actions.inspect(code: plaintext, visitor: Self.visitor)
+        #expect(inspected.kind == .resetPassword && inspected.continueURL == "https://app.example.com/done")
+        let redeemed = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor)
+        #expect(redeemed.email == "anyone@example.org")
+        #expect(code { _ = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor) } == "INVALID_OOB_CODE")
+        #expect(try rulebook.store.accounts().isEmpty)
+    }
+
+    @Test func appOwnedModeRefusesAccountOperations() throws {
+        let rulebook = try Rulebook(owner: .app)
+        #expect(code { _ = try rulebook.actions.signUp(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
+            == "OPERATION_NOT_ALLOWED")
+        #expect(code { _ = try rulebook.actions.listAccounts() } == "OPERATION_NOT_ALLOWED")
+        #expect(code { _ = try rulebook.actions.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
+    }
+
+    @Test func heraldOwnedModeAppliesTheEffectAndRefusesBareRedemption() throws {
+        let rulebook = try Rulebook()
+        _ = try rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let request = SendRequest(kind: .verifyEmail, email: "ada@example.com", returnLink: true)
+        guard case .link(let plaintext, _) = try rulebook.actions.send(request, as: .admin).delivery else {
+            Issue.record("expected a link")
+            return
+        }
+        #expect(code { _ = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
+        let (account, info) = try rulebook.actions.applyVerification(code: plaintext, visitor: Self.visitor)
+        #expect(account.emailVerified && info.kind == .verifyEmail)
+    }
+}
