@@ -54,7 +54,7 @@ public final class Actions: Sendable {
         guard ownsAccounts else {
             throw HeraldError(
                 .operationNotAllowed,
-                "\(operation) needs Herald to own the accounts; this server runs with accounts.owner: app (redeem codes with codes:redeem)")
+                "\(operation) needs Herald to own the accounts, but accounts.owner is app (the app redeems codes with codes:redeem)")
         }
     }
 }

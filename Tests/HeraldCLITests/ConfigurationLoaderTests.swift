@@ -96,4 +96,17 @@ import Testing
         let message = await problem("smtp: {password: hunter2, connections: lots}")
         #expect(message?.contains("hunter2") == false)
     }
+
+    @Test func accountOwnerIsHeraldUnlessTheAppOwnsThem() async throws {
+        #expect(try await load("project: {id: acme}").accounts.owner == .herald)
+        #expect(try await load("accounts: {owner: app}").accounts.owner == .app)
+        #expect(try await load("project: {id: acme}", environment: ["HERALD_ACCOUNTS_OWNER": "app"]).accounts.owner == .app)
+        let message = await problem("accounts: {owner: nobody}")
+        #expect(message == "INVALID_CONFIGURATION : accounts.owner: expected herald or app, got 'nobody'")
+    }
+
+    @Test func failureGraceIsADuration() async throws {
+        #expect(try await load("server: {failureGrace: 250ms}").server.failureGrace == 0.25)
+        #expect(await problem("server: {failureGrace: soon}")?.contains("server.failureGrace") == true)
+    }
 }

@@ -32,7 +32,7 @@ def test_the_app_redeems_a_mailed_code_once_and_the_ledger_records_it(server):
     srv = app_server(server)
     email = unique_email("reset")
     ok(srv.send_oob("PASSWORD_RESET", email, continueUrl=CONTINUE))
-    code = code_of(action_link(srv.mail_to(email)[0]))
+    code = code_of(action_link(srv.mail_to(email)[0]["message"]))
 
     for prefix in ("/v1/", ADMIN_PREFIX):
         info = ok(srv.admin("codes:inspect", {"oobCode": code}, prefix=prefix))
@@ -76,7 +76,7 @@ def test_action_page_hands_the_verified_code_to_the_continue_url(server):
     target = urlsplit(page.headers["Location"])
     assert f"{target.scheme}://{target.netloc}{target.path}" == CONTINUE.split("?")[0]
     params = parse_qs(target.query)
-    assert params["oobCode"] == [parse_link(link)["oobCode"]] and params["mode"] == ["verifyEmail"], params
+    assert params["oobCode"] == [parse_link(link)["params"]["oobCode"]] and params["mode"] == ["verifyEmail"], params
     assert params["step"] == ["2"], "the continue URL's own parameters stay"
     assert [e["kind"] for e in srv.events()] == ["click"], "a page view never consumes"
     ok(srv.admin("codes:redeem", {"oobCode": params["oobCode"][0]}))
@@ -95,7 +95,7 @@ def test_campaign_reports_count_app_redemptions(server):
     created = cli(srv, "campaign", "create", "welcome", "--action", "verify-email", "--recipients", str(recipients),
                   "--continue-url", CONTINUE)
     assert created.returncode == 0 and "imported 3, rejected 0" in created.stdout, created.stdout + created.stderr
-    codes = {e: code_of(action_link(srv.mail_to(e)[0])) for e in emails}
+    codes = {e: code_of(action_link(srv.mail_to(e)[0]["message"])) for e in emails}
     info = ok(srv.admin("codes:redeem", {"oobCode": codes[emails[0]]}))
     campaign_id = query(srv.db_path, "SELECT id FROM campaigns")[0]["id"]
     assert info["campaignId"] == str(campaign_id), info

@@ -8,7 +8,7 @@ from helpers import write_config
 
 
 def test_csv_import_reports_bad_rows_by_line_and_keeps_the_good_ones(herald, tmp_path):
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, accounts={"owner": "herald"})
     users = tmp_path / "users.csv"
     users.write_text(
         "email,password,displayName,emailVerified\n"
@@ -48,7 +48,7 @@ def test_csv_import_reports_bad_rows_by_line_and_keeps_the_good_ones(herald, tmp
 
 
 def test_json_lines_import(herald, tmp_path):
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, accounts={"owner": "herald"})
     users = tmp_path / "users.jsonl"
     users.write_text(
         json.dumps({"email": "ada@example.com", "password": "secret123", "uid": "ada-1"}) + "\n"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldActions
 import HeraldMail
 import HeraldServer
 import HeraldWorker

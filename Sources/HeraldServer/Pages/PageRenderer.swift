@@ -1,4 +1,5 @@
 import Foundation
+import HeraldActions
 import HeraldCore
 import Mustache
 
@@ -11,7 +12,7 @@ struct PageRenderer: Sendable {
     let appName: String
 
     /// The page kinds the template knows.
-    enum Kind: String { case verifyConfirm, resetForm, signInRedirect, success, error }
+    enum Kind: Sendable { case verifyConfirm, resetForm, success, error }
 
     init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
         let path = "\(directory)/pages/page.html.mustache"
@@ -46,22 +47,24 @@ struct PageRenderer: Sendable {
         return tag.fallbackChain(to: defaultLocale).first { strings[$0] != nil } ?? defaultLocale
     }
 
-    /// A localized string by key, for the page's `message`.
-    func text(_ key: String, lang: LocaleTag) -> String {
-        strings[lang]?[key] ?? strings[defaultLocale]?[key] ?? key
-    }
-
-    /// Renders one page; absent values are left out of the context (an empty string would count as set).
-    func render(_ kind: Kind, lang requested: String?, values: [String: String]) -> String {
+    /// Renders one page; `message` is a key of the strings table, shown in the page's language.
+    func render(_ kind: Kind, lang requested: String?, message: String? = nil, form: PageForm? = nil) -> String {
         let lang = resolve(requested)
-        var context: [String: Any] = values.filter { !$0.value.isEmpty }
-        context["lang"] = lang.value
-        context["direction"] = lang.isRightToLeft ? "rtl" : "ltr"
-        context["appName"] = appName
-        context["t"] = strings[lang] ?? [:]
-        context["minPasswordLength"] = String(PasswordHasher.minimumLength)
-        context["formAction"] = "/__/auth/action"
-        context[kind.rawValue] = true
-        return template.render(context)
+        let table = strings[lang] ?? [:]
+        let text = message.map { table[$0] ?? strings[defaultLocale]?[$0] ?? $0 }
+        let model = PageModel(
+            kind: kind, lang: lang, appName: appName, strings: table, message: text, form: form)
+        return template.render(model)
     }
+}
+
+/// The hidden fields of a page's form, and what the page shows about the link.
+struct PageForm: Sendable {
+    let mode: String
+    let oobCode: String
+    let apiKey: String
+    let csrfToken: String
+    let continueUrl: String?
+    var email: String?
+    var newEmail: String?
 }

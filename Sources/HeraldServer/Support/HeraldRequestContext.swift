@@ -1,20 +1,40 @@
+import HeraldActions
+import HeraldCore
 import Hummingbird
 import NIOCore
 
-/// The request context: Hummingbird's core storage plus the peer address (for loopback checks and the audit).
+/// The request context: Hummingbird's core storage, the peer address (loopback checks, the ledger's
+/// visitor), who is calling, and Herald's strict JSON in and out.
 struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// Set by `CallerMiddleware`; an app, the lesser privilege, until then.
+    var caller = Actions.Caller.app
+    /// The largest body `requestDecoder` reads; `BodyLimitMiddleware` sets `server.maxBodyBytes`.
+    var maxUploadSize = 64 * 1024
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }
 
+    var requestDecoder: StrictJSONDecoder { StrictJSONDecoder() }
+    var responseEncoder: FirebaseJSONEncoder { FirebaseJSONEncoder() }
+
     var remoteIP: String? { remoteAddress?.ipAddress }
 
     var isLoopback: Bool {
         guard let ip = remoteIP else { return false }
         return ip == "::1" || ip.hasPrefix("127.") || ip == "::ffff:127.0.0.1"
+    }
+
+    /// Who is using a link, as the ledger records it.
+    func visitor(of request: Request) -> Visitor {
+        Visitor(ip: remoteIP, userAgent: request.headers[.userAgent])
+    }
+
+    /// - Throws: `INSUFFICIENT_PERMISSION` unless an administrator is calling.
+    func requireAdmin() throws {
+        guard caller == .admin else { throw HeraldError(.insufficientPermission, "") }
     }
 }

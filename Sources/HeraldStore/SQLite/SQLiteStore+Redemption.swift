@@ -79,7 +79,7 @@ extension SQLiteStore {
                 guard let record, kinds.contains(record.kind) else {
                     let existing = try Self.code(db, plaintext)
                     codeID = existing?.id
-                    throw existing?.problem(at: now, expecting: kinds) ?? HeraldError(.invalidOOBCode, "")
+                    throw existing?.problem(at: Date(milliseconds: at), expecting: kinds) ?? HeraldError(.invalidOOBCode, "")
                 }
                 codeID = record.id
                 try db.execute(

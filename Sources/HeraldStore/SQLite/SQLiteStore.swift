@@ -17,7 +17,11 @@ public final class SQLiteStore: HeraldStore {
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw HeraldError(.invalidConfiguration, "database \(path): cannot create \(directory): \(error.localizedDescription)")
+            }
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)

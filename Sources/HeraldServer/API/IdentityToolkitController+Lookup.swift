@@ -1,0 +1,68 @@
+import HeraldActions
+import HeraldCore
+import Hummingbird
+
+extension IdentityToolkitController {
+    /// `accounts:lookup`: the caller's own account (`idToken`) or, for admins, accounts by `localId` and `email`.
+    @Sendable func lookup(_ request: Request, context: HeraldRequestContext) async throws -> LookupReply {
+        let body = try await request.decode(as: LookupBody.self, context: context)
+        let actions = actions
+        if body.idToken == nil { try context.requireAdmin() }
+        let accounts = try await offload {
+            if let token = body.idToken { return [try actions.account(forIDToken: token)] }
+            return try actions.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
+        }
+        return LookupReply(users: accounts.isEmpty ? nil : accounts.map(UserInfo.init))
+    }
+
+    /// `accounts:createAuthUri`: an address's sign-in methods, or nothing under enumeration protection.
+    @Sendable func createAuthUri(_ request: Request, context: HeraldRequestContext) async throws -> AuthURIReply {
+        let body = try await request.decode(as: CreateAuthURIBody.self, context: context)
+        let actions = actions
+        let result = try await offload { try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri) }
+        return AuthURIReply(
+            sessionId: result.sessionId, registered: result.registered, allProviders: result.allProviders,
+            signinMethods: result.signinMethods)
+    }
+}
+
+/// `accounts:lookup`'s body; `localId` and `email` each take one string or several.
+struct LookupBody: StrictDecodable {
+    let idToken: String?
+    let localId: StringList?
+    let email: StringList?
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case idToken, localId, email }
+
+    static let ignoredFields: Set<String> = [
+        "phoneNumber", "federatedUserId", "initialEmail", "tenantId", "targetProjectId", "delegatedProjectNumber",
+    ]
+}
+
+/// `accounts:lookup`'s answer; `users` is left out when none matched.
+struct LookupReply: ResponseEncodable {
+    let kind = "identitytoolkit#GetAccountInfoResponse"
+    let users: [UserInfo]?
+}
+
+/// `accounts:createAuthUri`'s body.
+struct CreateAuthURIBody: StrictDecodable {
+    let identifier: String?
+    let continueUri: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case identifier, continueUri }
+
+    static let ignoredFields: Set<String> = [
+        "providerId", "sessionId", "tenantId", "authFlowType", "customParameter", "oauthScope", "context", "otaApp", "appId",
+        "openidRealm", "hostedDomain",
+    ]
+}
+
+/// `accounts:createAuthUri`'s answer; under enumeration protection only `kind` and `sessionId`.
+struct AuthURIReply: ResponseEncodable {
+    let kind = "identitytoolkit#CreateAuthUriResponse"
+    let sessionId: String
+    let registered: Bool?
+    let allProviders: [String]?
+    let signinMethods: [String]?
+}

@@ -1,0 +1,54 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+
+/// One account as `accounts:lookup` describes it; times are strings, as Firebase writes them.
+struct UserInfo: Encodable, Sendable {
+    /// A sign-in provider of the account.
+    struct Provider: Encodable, Sendable {
+        let providerId: String
+        let email: String
+        let federatedId: String
+        let rawId: String
+    }
+
+    let localId: String
+    let email: String?
+    let emailVerified: Bool
+    let displayName: String?
+    let disabled: Bool
+    let emailLinkSignin: Bool
+    /// Unix seconds.
+    let validSince: String
+    /// Unix milliseconds.
+    let createdAt: String
+    /// Unix milliseconds.
+    let lastLoginAt: String?
+    /// `REDACTED`, base64, when the account has a password: as production answers.
+    let passwordHash: String?
+    let providerUserInfo: [Provider]
+
+    init(_ account: Account) {
+        localId = account.uid
+        email = account.email
+        emailVerified = account.emailVerified
+        displayName = account.displayName
+        disabled = account.disabled
+        emailLinkSignin = account.emailLinkSignin
+        validSince = String(account.validSince / 1000)
+        createdAt = Self.milliseconds(account.createdAt)
+        lastLoginAt = account.lastLoginAt.map(Self.milliseconds)
+        passwordHash = account.passwordHash == nil ? nil : "UkVEQUNURUQ="
+        providerUserInfo = Self.providers(of: account)
+    }
+
+    /// The account's providers, each under its email; none without an email.
+    static func providers(of account: Account) -> [Provider] {
+        guard let email = account.email else { return [] }
+        return account.providers.map { Provider(providerId: $0, email: email, federatedId: email, rawId: email) }
+    }
+
+    private static func milliseconds(_ date: Date) -> String {
+        String(Int64(date.timeIntervalSince1970 * 1000))
+    }
+}

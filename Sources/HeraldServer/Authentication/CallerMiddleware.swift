@@ -1,0 +1,27 @@
+import HeraldCore
+import Hummingbird
+
+/// Authenticates an Identity Toolkit call and sets `context.caller`.
+///
+/// With an `Authorization` header it must be the admin credential (else 401 `UNAUTHENTICATED`); without,
+/// `?key=` or `x-goog-api-key` must be the project's API key (missing: 403, wrong: 400 `keyInvalid`).
+struct CallerMiddleware: RouterMiddleware {
+    let apiKey: String
+    let admin: AdminCredential
+
+    func handle(
+        _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        if request.headers[.authorization] != nil {
+            guard admin.isPresented(by: request, context: context) else { throw FirebaseError.unauthenticated }
+            context.caller = .admin
+        } else {
+            let key = request.uri.queryParameters.get("key") ?? request.headers[.init("x-goog-api-key")!]
+            guard let key, !key.isEmpty else { throw FirebaseError.missingAPIKey }
+            guard Secret.equal(key, apiKey) else { throw FirebaseError.invalidAPIKey }
+            context.caller = .app
+        }
+        return try await next(request, context)
+    }
+}

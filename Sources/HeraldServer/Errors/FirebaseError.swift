@@ -1,0 +1,71 @@
+import HeraldCore
+import Hummingbird
+
+/// An error in Firebase's exact envelope:
+/// `{"error":{"code":400,"message":"CODE : detail","errors":[{"message":…,"domain":"global","reason":"invalid"}]}}`.
+struct FirebaseError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let message: String
+    let reason: String
+    /// The gRPC status name (`PERMISSION_DENIED`); Firebase omits it for its own error codes.
+    let statusName: String?
+
+    init(_ error: HeraldError) {
+        self.init(status: .badRequest, message: error.description, reason: "invalid", statusName: nil)
+    }
+
+    init(status: HTTPResponse.Status, message: String, reason: String, statusName: String?) {
+        self.status = status
+        self.message = message
+        self.reason = reason
+        self.statusName = statusName
+    }
+
+    static let missingAPIKey = FirebaseError(
+        status: .forbidden, message: "The request is missing a valid API key.", reason: "forbidden", statusName: "PERMISSION_DENIED")
+    static let invalidAPIKey = FirebaseError(
+        status: .badRequest, message: "API key not valid. Please pass a valid API key.", reason: "keyInvalid",
+        statusName: "INVALID_ARGUMENT")
+    static let unauthenticated = FirebaseError(
+        status: .unauthorized,
+        message: "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid "
+            + "authentication credential.",
+        reason: "authError", statusName: "UNAUTHENTICATED")
+    static let notFound = FirebaseError(status: .notFound, message: "NOT_FOUND", reason: "notFound", statusName: "NOT_FOUND")
+    static let projectNotFound = FirebaseError(
+        status: .notFound, message: "PROJECT_NOT_FOUND", reason: "notFound", statusName: "NOT_FOUND")
+    static let internalError = FirebaseError(
+        status: .internalServerError, message: "INTERNAL_ERROR", reason: "backendError", statusName: "INTERNAL")
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        try FirebaseJSONEncoder.response(Envelope(self), status: status)
+    }
+
+    /// The JSON shape of the envelope.
+    struct Envelope: Encodable {
+        struct Body: Encodable {
+            let code: Int
+            let message: String
+            let errors: [Detail]
+            let status: String?
+        }
+
+        struct Detail: Encodable {
+            let message: String
+            let domain: String
+            let reason: String
+            let location: String?
+            let locationType: String?
+        }
+
+        let error: Body
+
+        init(_ error: FirebaseError) {
+            let onHeader = error.reason == "authError"
+            let detail = Detail(
+                message: error.message, domain: "global", reason: error.reason, location: onHeader ? "Authorization" : nil,
+                locationType: onHeader ? "header" : nil)
+            self.error = Body(code: Int(error.status.code), message: error.message, errors: [detail], status: error.statusName)
+        }
+    }
+}

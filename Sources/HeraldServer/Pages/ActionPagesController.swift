@@ -1,0 +1,149 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import Hummingbird
+
+/// The pages an action link opens (`/__/auth/action`) and the hosting-link redirect (`/__/auth/links`).
+///
+/// A GET never consumes a code (mail scanners pre-fetch links); it is recorded as a click. The POST
+/// consumes, and must carry the form's token, an HMAC of the code under the server key (CSRF). When the
+/// app owns the accounts, a GET hands a usable code to the app at its continue URL and nothing posts.
+struct ActionPagesController: Sendable {
+    let actions: Actions
+    let pages: PageRenderer
+
+    var routes: RouteCollection<HeraldRequestContext> {
+        RouteCollection(context: HeraldRequestContext.self)
+            .get("__/auth/action", use: show)
+            .post("__/auth/action", use: submit)
+            .get("__/auth/links", use: unwrap)
+    }
+
+    @Sendable func show(_ request: Request, context: HeraldRequestContext) async -> Response {
+        let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
+        let lang = query.lang
+        guard let (kind, code) = query.action(apiKey: apiKey) else { return page(.error, lang, "missing_parameters", .badRequest) }
+        let (actions, visitor) = (actions, context.visitor(of: request))
+        let check: LinkCheck
+        do {
+            check = try await offload { try actions.click(code: code, kind: kind, visitor: visitor) }
+        } catch {
+            context.logger.error("recording a click failed", metadata: ["error": "\(error)"])
+            return page(.error, lang, "invalid_code", .internalServerError)
+        }
+        let info: CodeInfo
+        switch check {
+        case .usable(let usable): info = usable
+        case .invalid: return page(.error, lang, "invalid_code", .badRequest)
+        case .used: return page(.error, lang, "used_code", .badRequest)
+        case .expired: return page(.error, lang, "expired_code", .badRequest)
+        }
+        let continueURL = authorizedContinueURL(query.continueUrl)
+        guard kind != .signIn, actions.ownsAccounts else {
+            // The app completes the action with the link's parameters (e.g. accounts:signInWithEmailLink).
+            guard let continueURL else { return page(.error, lang, "missing_parameters", .badRequest) }
+            return Self.redirect(handingOver: code, kind, to: continueURL, apiKey: apiKey, lang: pages.resolve(lang).value)
+        }
+        var form = pageForm(kind, code, continueURL)
+        form.email = info.email
+        form.newEmail = info.newEmail
+        return page(kind == .resetPassword ? .resetForm : .verifyConfirm, lang, form: form)
+    }
+
+    @Sendable func submit(_ request: Request, context: HeraldRequestContext) async -> Response {
+        var request = request
+        guard let body = try? await request.collectBody(upTo: 16 * 1024),
+            let fields = try? URLEncodedFormDecoder().decode(ActionParameters.self, from: String(buffer: body))
+        else { return page(.error, nil, "missing_parameters", .badRequest) }
+        let lang = fields.lang
+        guard actions.ownsAccounts else { return page(.error, lang, "invalid_code", .badRequest) }
+        guard let (kind, code) = fields.action(apiKey: apiKey), kind != .signIn else {
+            return page(.error, lang, "missing_parameters", .badRequest)
+        }
+        let (actions, visitor) = (actions, context.visitor(of: request))
+        guard let token = fields.csrfToken, Secret.equal(token, actions.formToken(for: code)) else {
+            _ = try? await offload { try actions.recordRejected(code: code, visitor: visitor, reason: "CSRF") }
+            return page(.error, lang, "csrf_failed", .forbidden)
+        }
+        let continueURL = authorizedContinueURL(fields.continueUrl)
+        let message: String
+        do {
+            message = try await redeem(kind, code, newPassword: fields.newPassword ?? "", visitor: visitor)
+        } catch let error as HeraldError where error.code == .weakPassword {
+            var form = pageForm(kind, code, continueURL)
+            form.email = try? await offload { try actions.inspect(code: code, visitor: visitor).email }
+            return page(.resetForm, lang, "weak_password", .badRequest, form: form)
+        } catch let error as HeraldError {
+            return page(.error, lang, error.code == .expiredOOBCode ? "expired_code" : "invalid_code", .badRequest)
+        } catch {
+            context.logger.error("redeeming from the action page failed", metadata: ["error": "\(error)"])
+            return page(.error, lang, "invalid_code", .internalServerError)
+        }
+        if let continueURL { return Self.redirect(to: continueURL) }
+        return page(.success, lang, message)
+    }
+
+    /// `/__/auth/links?link=…`: redirects to the wrapped action link, only if it is one of ours.
+    @Sendable func unwrap(_ request: Request, context: HeraldRequestContext) -> Response {
+        let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
+        guard let link = query.link, link.hasPrefix(actions.configuration.links.actionURL + "?") else {
+            return page(.error, query.lang, "missing_parameters", .badRequest)
+        }
+        return Self.redirect(to: link)
+    }
+
+    // MARK: - Helpers
+
+    private var apiKey: String { actions.configuration.project.apiKey }
+
+    /// Consumes the code as the page's action; returns the success message's key.
+    private func redeem(_ kind: ActionKind, _ code: String, newPassword: String, visitor: Visitor) async throws -> String {
+        let actions = actions
+        if kind == .resetPassword {
+            _ = try await offload { try actions.resetPassword(code: code, newPassword: newPassword, visitor: visitor) }
+            return "password_changed"
+        }
+        let (_, applied) = try await offload { try actions.applyVerification(code: code, visitor: visitor) }
+        return applied.kind == .verifyAndChangeEmail ? "changed" : "verified"
+    }
+
+    /// The continue URL if its host is an authorized domain; never redirect anywhere else.
+    private func authorizedContinueURL(_ url: String?) -> String? {
+        guard let url, !url.isEmpty else { return nil }
+        let settings = ActionCodeSettings(url: url)
+        let domains = actions.configuration.links.authorizedDomains
+        return (try? settings.validate(for: .verifyEmail, authorizedDomains: domains)) != nil ? url : nil
+    }
+
+    private func pageForm(_ kind: ActionKind, _ code: String, _ continueURL: String?) -> PageForm {
+        PageForm(mode: kind.mode, oobCode: code, apiKey: apiKey, csrfToken: actions.formToken(for: code), continueUrl: continueURL)
+    }
+
+    private func page(
+        _ kind: PageRenderer.Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
+    ) -> Response {
+        let html = pages.render(kind, lang: lang, message: message, form: form)
+        return Response(status: status, headers: Self.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    static let pageHeaders: HTTPFields = [
+        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY",
+    ]
+
+    static func redirect(to location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+    }
+
+    /// Sends the visitor to the app's continue URL with the link's parameters, as Firebase's page does for sign-in.
+    static func redirect(handingOver code: String, _ kind: ActionKind, to continueURL: String, apiKey: String, lang: String) -> Response {
+        guard var components = URLComponents(string: continueURL) else { return redirect(to: continueURL) }
+        components.queryItems =
+            (components.queryItems ?? []) + [
+                URLQueryItem(name: "apiKey", value: apiKey), URLQueryItem(name: "oobCode", value: code),
+                URLQueryItem(name: "mode", value: kind.mode), URLQueryItem(name: "lang", value: lang),
+            ]
+        return redirect(to: components.string ?? continueURL)
+    }
+}

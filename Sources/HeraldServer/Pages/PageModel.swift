@@ -1,0 +1,49 @@
+import HeraldActions
+import HeraldCore
+
+/// The template's view of one page: each property is a template variable of the same name; nil
+/// leaves it out (an empty string would count as set).
+struct PageModel {
+    let lang: String
+    let direction: String
+    let appName: String
+    /// The page's strings: `{{t.title_verify}}`.
+    let t: [String: String]
+    let minPasswordLength = String(PasswordHasher.minimumLength)
+    let formAction = "/__/auth/action"
+    let verifyConfirm: Bool
+    let resetForm: Bool
+    let success: Bool
+    let error: Bool
+    let message: String?
+    let email: String?
+    let newEmail: String?
+    let mode: String?
+    let oobCode: String?
+    let apiKey: String?
+    let csrfToken: String?
+    let continueUrl: String?
+
+    init(kind: PageRenderer.Kind, lang: LocaleTag, appName: String, strings: [String: String], message: String?, form: PageForm?) {
+        self.lang = lang.value
+        direction = lang.isRightToLeft ? "rtl" : "ltr"
+        self.appName = appName
+        t = strings
+        verifyConfirm = kind == .verifyConfirm
+        resetForm = kind == .resetForm
+        success = kind == .success
+        error = kind == .error
+        self.message = Self.set(message)
+        email = Self.set(form?.email)
+        newEmail = Self.set(form?.newEmail)
+        mode = Self.set(form?.mode)
+        oobCode = Self.set(form?.oobCode)
+        apiKey = Self.set(form?.apiKey)
+        csrfToken = Self.set(form?.csrfToken)
+        continueUrl = Self.set(form?.continueUrl)
+    }
+
+    private static func set(_ value: String?) -> String? {
+        value?.isEmpty == false ? value : nil
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldServer
+
+@Suite struct StrictJSONDecoderTests {
+    let decoder = StrictJSONDecoder()
+
+    func decode<T: StrictDecodable>(_ type: T.Type, _ json: String) throws -> T {
+        try decoder.decode(type, from: Data(json.utf8))
+    }
+
+    func message<T: StrictDecodable>(_ type: T.Type, _ json: String) -> String? {
+        let error = #expect(throws: HeraldError.self) { try decode(type, json) }
+        #expect(error?.code == .invalidArgument)
+        return error?.description
+    }
+
+    @Test func snakeCaseNamesAreTheirCamelCaseFieldsAndNullIsAbsent() throws {
+        let body = try decode(SendOobCodeBody.self, #"{"request_type":"VERIFY_EMAIL","return_oob_link":true,"email":null}"#)
+        #expect(body.requestType == "VERIFY_EMAIL")
+        #expect(body.returnOobLink == true)
+        #expect(body.email == nil)
+    }
+
+    @Test func anEmptyBodyIsAnEmptyObject() throws {
+        let body = try decode(ResetPasswordBody.self, "")
+        #expect(body.oobCode == nil && body.newPassword == nil)
+    }
+
+    @Test func unknownFieldsAreRefusedByTheirSentName() {
+        #expect(
+            message(SignUpBody.self, #"{"email":"a@x.test","favourite_colour":"blue"}"#)
+                == #"INVALID_ARGUMENT : Invalid JSON payload received. Unknown name "favourite_colour": Cannot find field."#)
+    }
+
+    @Test func ignoredFieldsAreAcceptedWhateverTheirType() throws {
+        let body = try decode(SignInWithPasswordBody.self, #"{"email":"a@x.test","returnSecureToken":{"any":[1,true]}}"#)
+        #expect(body.email == "a@x.test")
+    }
+
+    @Test func wrongTypesNameTheFieldAndTheExpectedType() {
+        #expect(message(SignUpBody.self, #"{"password":123456}"#) == "INVALID_ARGUMENT : Invalid value at 'password' (TYPE_STRING)")
+        #expect(message(SignInWithPasswordBody.self, #"{"email":["a@x.test"]}"#) == "INVALID_ARGUMENT : Invalid value at 'email' (TYPE_STRING)")
+        #expect(
+            message(SendOobCodeBody.self, #"{"can_handle_code_in_app":"yes"}"#)
+                == "INVALID_ARGUMENT : Invalid value at 'canHandleCodeInApp' (TYPE_BOOL)")
+        #expect(message(LookupBody.self, #"{"localId":[1]}"#) == "INVALID_ARGUMENT : Invalid value at 'localId' (TYPE_STRING)")
+    }
+
+    @Test func malformedJSONAndNonObjectsAreInvalidPayloads() {
+        let malformed = "INVALID_ARGUMENT : Invalid JSON payload received."
+        let notAnObject = "INVALID_ARGUMENT : Invalid JSON payload received. Expected an object."
+        #expect(message(SendOobCodeBody.self, "{not json") == malformed)
+        #expect(message(SendOobCodeBody.self, String(repeating: "[", count: 5000)) == malformed)
+        for json in ["[]", #""PASSWORD_RESET""#, "null", "42"] {
+            #expect(message(SendOobCodeBody.self, json) == notAnObject, "\(json)")
+        }
+    }
+
+    @Test func listFieldsTakeOneStringOrAnArray() throws {
+        #expect(try decode(LookupBody.self, #"{"localId":"u1"}"#).localId?.values == ["u1"])
+        #expect(try decode(LookupBody.self, #"{"email":["a@x.test","b@x.test"]}"#).email?.values == ["a@x.test", "b@x.test"])
+        #expect(try decode(UpdateBody.self, #"{"deleteAttribute":"DISPLAY_NAME"}"#).edit.deleteDisplayName)
+    }
+
+    @Test func validSinceTakesUnixSecondsAsTextOrNumber() throws {
+        #expect(try decode(UpdateBody.self, #"{"validSince":"1700000000"}"#).edit.validSince == "1700000000")
+        #expect(try decode(UpdateBody.self, #"{"valid_since":1700000000}"#).edit.validSince == "1700000000")
+        #expect(message(UpdateBody.self, #"{"validSince":true}"#) == "INVALID_ARGUMENT : Invalid value at 'validSince' (TYPE_STRING)")
+    }
+
+    @Test func camelCaseConversionKeepsTheRestOfEachWord() {
+        #expect(FieldName.camelCase("request_type") == "requestType")
+        #expect(FieldName.camelCase("ios_bundle_id") == "iosBundleId")
+        #expect(FieldName.camelCase("iOSBundleId") == "iOSBundleId")
+    }
+}

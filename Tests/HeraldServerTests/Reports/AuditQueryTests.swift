@@ -1,0 +1,24 @@
+import HeraldCore
+import Testing
+
+@testable import HeraldServer
+
+@Suite struct AuditQueryTests {
+    @Test func everyParameterBecomesItsFilter() throws {
+        let query = AuditQuery(
+            email: "Ada@Example.com", campaign: "7", action: "verifyEmail", since: "2026-01-01T00:00:00Z", until: nil, status: "expired")
+        let filter = try query.filter()
+        #expect(filter.email?.value == "ada@example.com")
+        #expect(filter.campaign == 7)
+        #expect(filter.kind == .verifyEmail)
+        #expect(filter.since != nil && filter.until == nil)
+        #expect(filter.status == .expired)
+    }
+
+    @Test func badParametersAreInvalidArguments() {
+        for query in [AuditQuery(campaign: "x"), AuditQuery(action: "launch"), AuditQuery(since: "last tuesday"), AuditQuery(status: "sideways")] {
+            let error = #expect(throws: HeraldError.self) { try query.filter() }
+            #expect(error?.code == .invalidArgument)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Testing
+
+/// Codes: minting, single use, supersede, expired versus invalid, and `consume` for app-owned accounts.
+@Suite struct CodeStoreTests {
+    let scratch = ScratchDirectory()
+
+    @Test(arguments: StoreKind.allCases)
+    func mintedCodeIsFoundByItsPlaintext(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let now = Date()
+        let code = try store.mintCode(
+            .verifyAndChangeEmail, email: "ada@example.com", newEmail: "ada@new.example", continueURL: "https://localhost/done", lifetime: 600,
+            now: now)
+        let record = try #require(try store.code(code.plaintext))
+        #expect(record.kind == .verifyAndChangeEmail)
+        #expect(record.email == "ada@example.com")
+        #expect(record.newEmail == "ada@new.example")
+        #expect(record.continueURL == "https://localhost/done")
+        #expect(record.outboxID == nil)
+        #expect(record.campaignID == nil)
+        #expect(record.createdAt.milliseconds == now.milliseconds)
+        #expect(record.expiresAt.milliseconds == now.milliseconds + 600_000)
+        #expect(record.redeemedAt == nil)
+        #expect(try store.code(ActionCode.generate().plaintext) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func fiftyConcurrentRedemptionsHaveOneWinner(_ kind: StoreKind) async throws {
+        let store = try kind.makeStore(in: scratch)
+        let code = try Fixture.mint(.resetPassword, in: store)
+        let wins = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    (try? store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())) != nil
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(wins == 1)
+        #expect(try store.code(code)?.redeemedAt != nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func redeemingSupersedesTheOtherLiveCodesOfTheSameEmailAndAction(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let older = try Fixture.mint(.resetPassword, in: store)
+        let newer = try Fixture.mint(.resetPassword, in: store)
+        let otherAction = try Fixture.mint(.verifyEmail, in: store)
+        let otherEmail = try Fixture.mint(.resetPassword, "bob@example.com", in: store)
+        _ = try store.consume(newer, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        #expect(try store.code(older)?.supersededAt != nil)
+        let error = #expect(throws: HeraldError.self) {
+            try store.consume(older, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        }
+        #expect(error?.code == .invalidOOBCode)
+        _ = try store.consume(otherAction, expecting: [.verifyEmail], visitor: Fixture.visitor, now: Date())
+        _ = try store.consume(otherEmail, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func usedCodeIsInvalidTheSecondTime(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let code = try Fixture.mint(.verifyEmail, in: store)
+        _ = try store.consume(code, expecting: [.verifyEmail], visitor: Fixture.visitor, now: Date())
+        let error = #expect(throws: HeraldError.self) {
+            try store.consume(code, expecting: [.verifyEmail], visitor: Fixture.visitor, now: Date())
+        }
+        #expect(error?.code == .invalidOOBCode)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func expiredCodeIsRejectedWithExpiredOobCodeAndUnknownOneWithInvalid(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        // Between two milliseconds: the ledger keeps milliseconds, and a code is expired from its expiry's millisecond on.
+        let now = Date(milliseconds: Date().milliseconds).addingTimeInterval(0.0006)
+        let code = try Fixture.mint(.resetPassword, lifetime: 60, now: now, in: store)
+        let expired = #expect(throws: HeraldError.self) {
+            try store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: now.addingTimeInterval(60))
+        }
+        #expect(expired?.code == .expiredOOBCode)
+        let unknown = #expect(throws: HeraldError.self) {
+            try store.consume("no-such-code", expecting: [.resetPassword], visitor: Fixture.visitor, now: now)
+        }
+        #expect(unknown?.code == .invalidOOBCode)
+        _ = try store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: now.addingTimeInterval(59))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func codeOfAnotherActionIsInvalidAndStaysUsable(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let code = try Fixture.mint(.signIn, in: store)
+        let error = #expect(throws: HeraldError.self) {
+            try store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        }
+        #expect(error?.code == .invalidOOBCode)
+        #expect(try store.code(code)?.redeemedAt == nil)
+        _ = try store.consume(code, expecting: [.signIn], visitor: Fixture.visitor, now: Date())
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func consumeTouchesNoAccountAndReturnsTheCampaignAndContinueURL(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let now = Date()
+        let account = Fixture.account(passwordHash: "pbkdf2-sha256$1$salt$hash", now: now)
+        try store.createAccount(account)
+        let campaign = try Fixture.campaign("welcome", settings: ActionCodeSettings(url: "https://localhost/welcome"), now: now, in: store)
+        try Fixture.add(["ada@example.com"], to: campaign, now: now, in: store)
+        let policy = Fixture.policy()
+        let claimed = try #require(try store.claim(policy, now: now).first)
+        try store.record(claimed, Fixture.sent(at: now), policy: policy)
+        let redeemedAt = now.addingTimeInterval(90)
+
+        let record = try store.consume(claimed.code.plaintext, expecting: [.verifyEmail], visitor: Fixture.visitor, now: redeemedAt)
+
+        #expect(record.campaignID == campaign.id)
+        #expect(record.continueURL == "https://localhost/welcome")
+        #expect(record.outboxID == claimed.message.id)
+        #expect(try store.account(uid: account.uid) == account)
+        #expect(try store.accounts().count == 1)
+        var filter = AuditFilter()
+        filter.campaign = campaign.id
+        var rows: [AuditRow] = []
+        try store.audit(filter, now: redeemedAt) { rows.append($0) }
+        #expect(rows.map(\.id) == [claimed.message.id])
+        #expect(rows.first?.redeemedAt?.milliseconds == redeemedAt.milliseconds)
+        #expect(rows.first?.redeemedIP == Fixture.visitor.ip)
+        #expect(rows.first?.redeemedUserAgent == Fixture.visitor.userAgent)
+    }
+}

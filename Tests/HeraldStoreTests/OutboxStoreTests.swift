@@ -1,0 +1,103 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Testing
+
+/// Queueing requests: durability, what a row holds, the per-recipient throttle, and the outbox queries.
+@Suite struct OutboxStoreTests {
+    let scratch = ScratchDirectory()
+
+    @Test(arguments: StoreKind.allCases)
+    func enqueuedRequestIsQueuedAndSurvivesReopening(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let request = try ActionRequest(
+            kind: .verifyAndChangeEmail, email: "Ada@Example.com", newEmail: "ada@new.example", locale: "pl", displayName: "Ada L",
+            links: Fixture.links)
+        let now = Date()
+        let id = try store.enqueue(request, messageDomain: Fixture.messageDomain, throttle: nil, now: now)
+        let rows = try kind.makeStore(in: scratch).messages()
+        #expect(rows.map(\.id) == [id])
+        let row = try #require(rows.first)
+        #expect(row.state == .queued)
+        #expect(row.attempts == 0)
+        #expect(row.kind == .verifyAndChangeEmail)
+        #expect(row.email.value == "ada@example.com")
+        #expect(row.recipient.value == "ada@new.example")
+        #expect(row.newEmail?.value == "ada@new.example")
+        #expect(row.locale.value == "pl")
+        #expect(row.displayName == "Ada L")
+        #expect(row.campaignID == nil)
+        #expect(row.queuedAt.milliseconds == now.milliseconds)
+        #expect(row.nextAttemptAt.milliseconds == now.milliseconds)
+        #expect(row.messageID.hasPrefix("<") && row.messageID.hasSuffix("@herald.test>"))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func everyRowGetsItsOwnMessageID(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let requests = try Array(repeating: Fixture.request(), count: 5)
+        #expect(try store.enqueue(requests, messageDomain: Fixture.messageDomain, batchSize: 2, now: Date()) == 5)
+        #expect(Set(try store.messages().map(\.messageID)).count == 5)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func throttleEnforcesTheCooldownAndTheDailyCap(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let throttle = SendThrottle(cooldown: 60, dailyCap: 2)
+        let request = try Fixture.request(.resetPassword)
+        let start = Date()
+        func enqueue(after seconds: TimeInterval) throws {
+            _ = try store.enqueue(request, messageDomain: Fixture.messageDomain, throttle: throttle, now: start.addingTimeInterval(seconds))
+        }
+        try enqueue(after: 0)
+        let withinCooldown = #expect(throws: HeraldError.self) { try enqueue(after: 30) }
+        #expect(withinCooldown?.code == .tooManyAttempts)
+        try enqueue(after: 61)
+        let overTheCap = #expect(throws: HeraldError.self) { try enqueue(after: 200) }
+        #expect(overTheCap?.code == .tooManyAttempts)
+        // The cap counts a rolling 24 hours.
+        try enqueue(after: 86_401)
+        #expect(try store.messages().count == 3)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func throttleCountsOnlyTheSameActionToTheSameRecipient(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let throttle = SendThrottle(cooldown: 60, dailyCap: 1)
+        let now = Date()
+        _ = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain, throttle: throttle, now: now)
+        _ = try store.enqueue(Fixture.request(.verifyEmail), messageDomain: Fixture.messageDomain, throttle: throttle, now: now)
+        _ = try store.enqueue(Fixture.request(.resetPassword, "bob@example.com"), messageDomain: Fixture.messageDomain, throttle: throttle, now: now)
+        #expect(try store.messages().count == 3)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func campaignRowsDoNotCountAgainstTheThrottle(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let now = Date()
+        let campaign = try Fixture.campaign("resets", .resetPassword, now: now, in: store)
+        try Fixture.add(["ada@example.com"], to: campaign, now: now, in: store)
+        let throttle = SendThrottle(cooldown: 60, dailyCap: 1)
+        _ = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain, throttle: throttle, now: now)
+        #expect(try store.stateCounts() == [.queued: 2])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func messagesFilterByStateAndAddressInIDOrder(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy()
+        let ada = try store.enqueue(Fixture.request(.verifyEmail, "ada@example.com"), messageDomain: Fixture.messageDomain)
+        let bob = try store.enqueue(Fixture.request(.verifyEmail, "bob@example.com"), messageDomain: Fixture.messageDomain)
+        let change = try store.enqueue(Fixture.request(.verifyAndChangeEmail, "ada@example.com"), messageDomain: Fixture.messageDomain)
+        let claimed = try store.claim(Fixture.policy { $0.worker.batchSize = 1 })
+        try store.record(claimed[0], Fixture.sent(), policy: policy)
+        #expect(try store.messages().map(\.id) == [ada, bob, change])
+        #expect(try store.messages(state: .sent).map(\.id) == [ada])
+        #expect(try store.messages(state: .queued).map(\.id) == [bob, change])
+        #expect(try store.messages(email: EmailAddress("ada@example.com")).map(\.id) == [ada, change])
+        #expect(try store.messages(email: EmailAddress("new-ada@example.com")).map(\.id) == [change])
+        #expect(try store.messages(state: .queued, email: EmailAddress("ada@example.com")).map(\.id) == [change])
+        #expect(try store.messages(state: nil, email: nil, limit: 2).map(\.id) == [ada, bob])
+        #expect(try store.stateCounts() == [.sent: 1, .queued: 2])
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import HeraldCore
+import Testing
+
+@testable import HeraldStore
+
+/// What only SQL can see in `SQLiteStore`: the file's journal mode, what a row holds at rest,
+/// link events, and rows this version cannot read.
+@Suite struct SQLiteStoreTests {
+    let scratch = ScratchDirectory()
+    let store: SQLiteStore
+
+    init() throws {
+        store = try SQLiteStore(path: scratch.path("ledger.sqlite"))
+    }
+
+    @Test func ledgerRunsInWALMode() throws {
+        #expect(try store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
+    }
+
+    @Test func onlyTheCodesHashIsStoredAndThePlaintextIsNowhereInTheFiles() throws {
+        let policy = Fixture.policy()
+        let id = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain)
+        let claimed = try store.claim(policy)[0]
+        try store.record(claimed, Fixture.sent(), policy: policy)
+        let minted = try Fixture.mint(.verifyEmail, in: store)
+        let hashes = try store.read { db in
+            try Row.fetchAll(db, sql: "SELECT outbox_id, code_hash FROM action_codes ORDER BY id")
+                .map { (outboxID: $0["outbox_id"] as Int64?, hash: $0["code_hash"] as Data) }
+        }
+        #expect(hashes.map(\.outboxID) == [id, nil])
+        #expect(hashes.map(\.hash) == [Data(claimed.code.hash), Data(ActionCode.hash(minted))])
+        let files = ["", "-wal", "-shm"].compactMap { FileManager.default.contents(atPath: scratch.path("ledger.sqlite") + $0) }
+        #expect(!files.isEmpty)
+        for data in files {
+            #expect(data.range(of: Data(claimed.code.plaintext.utf8)) == nil)
+            #expect(data.range(of: Data(minted.utf8)) == nil)
+        }
+    }
+
+    @Test func everyRedemptionAttemptIsRecordedWithItsVisitor() throws {
+        let code = try Fixture.mint(.resetPassword, in: store)
+        let wrongKind = #expect(throws: HeraldError.self) {
+            try store.consume(code, expecting: [.verifyEmail], visitor: Fixture.visitor, now: Date())
+        }
+        #expect(wrongKind?.code == .invalidOOBCode)
+        _ = try store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        let again = #expect(throws: HeraldError.self) {
+            try store.consume(code, expecting: [.resetPassword], visitor: Visitor(ip: "198.51.100.1", userAgent: nil), now: Date())
+        }
+        #expect(again?.code == .invalidOOBCode)
+        #expect(throws: HeraldError.self) { try store.consume("unknown", expecting: [.resetPassword], visitor: Fixture.visitor, now: Date()) }
+        let codeID = try #require(try store.code(code)?.id)
+        let events = try store.read { db in
+            try Row.fetchAll(db, sql: "SELECT code_id, kind, ip, user_agent, detail FROM link_events ORDER BY id")
+        }
+        #expect(events.map { $0["kind"] as String } == ["rejected", "redeemed", "rejected", "rejected"])
+        #expect(events.map { $0["code_id"] as Int64? } == [codeID, codeID, codeID, nil])
+        #expect(events.map { $0["detail"] as String? } == ["INVALID_OOB_CODE", nil, "INVALID_OOB_CODE", "INVALID_OOB_CODE"])
+        #expect(events.map { $0["ip"] as String? } == ["203.0.113.7", "203.0.113.7", "198.51.100.1", "203.0.113.7"])
+        #expect(events[1]["user_agent"] as String? == Fixture.visitor.userAgent)
+    }
+
+    @Test func concurrentRedemptionsRecordOneRedeemedAndTheRestRejected() async throws {
+        let code = try Fixture.mint(.resetPassword, in: store)
+        let store = self.store
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask { _ = try? store.consume(code, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date()) }
+            }
+        }
+        let kinds = try store.read { db in try String.fetchAll(db, sql: "SELECT kind FROM link_events ORDER BY id") }
+        #expect(kinds.filter { $0 == "redeemed" }.count == 1)
+        #expect(kinds.filter { $0 == "rejected" }.count == 49)
+    }
+
+    @Test func unreadableRowIsFailedInsteadOfBlockingTheQueue() throws {
+        let bad = try store.enqueue(Fixture.request(.verifyEmail, "a@example.com"), messageDomain: Fixture.messageDomain)
+        let good = try store.enqueue(Fixture.request(.verifyEmail, "b@example.com"), messageDomain: Fixture.messageDomain)
+        try store.pool.write { db in try db.execute(sql: "UPDATE outbox SET settings = 'not json' WHERE id = ?", arguments: [bad]) }
+        #expect(try store.claim(Fixture.policy()).map(\.message.id) == [good])
+        let row = try store.read { db in try Row.fetchOne(db, sql: "SELECT state, last_reply FROM outbox WHERE id = ?", arguments: [bad]) }
+        #expect(row?["state"] as String? == "failed")
+        #expect((row?["last_reply"] as String?)?.hasPrefix("unreadable row") == true)
+    }
+
+    @Test func durableWritesLeaveTheConnectionAtNormalSynchronous() throws {
+        try store.enqueue(Fixture.request(), messageDomain: Fixture.messageDomain)
+        #expect(try store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 1)
+    }
+
+    @Test func unopenableDatabaseIsAnInvalidConfigurationNamingThePath() throws {
+        let file = scratch.path("a-file")
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+        for path in [file + "/ledger.sqlite", scratch.url.path] {
+            let error = #expect(throws: HeraldError.self) { try SQLiteStore(path: path) }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.description.contains(path) == true)
+        }
+    }
+}

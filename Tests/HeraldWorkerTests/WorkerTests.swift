@@ -1,0 +1,185 @@
+import Foundation
+import GRDB
+import HeraldCore
+import HeraldMail
+import HeraldWorker
+import Testing
+
+@testable import HeraldStore
+
+/// The dispatch loop end to end: a real ledger and real templates, a scripted transport at the
+/// `MailTransport` seam.
+@Suite(.timeLimit(.minutes(1))) struct WorkerTests {
+    let fixture: WorkerFixture
+
+    init() throws {
+        fixture = try WorkerFixture()
+    }
+
+    @Test func everythingQueuedIsSentOnceAndRecordedSentWithTheReply() async throws {
+        let kinds: [ActionKind] = [.verifyEmail, .resetPassword, .signIn, .verifyAndChangeEmail]
+        let ids = try (0..<12).map { try fixture.enqueue(kinds[$0 % kinds.count], "u\($0)@example.com") }
+        let server = ScriptedMailServer()
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 3, stop: StopSignal())
+        #expect(summary.sent == 12)
+        #expect(summary.deferred + summary.failed + summary.dead + summary.released == 0)
+        let rows = try fixture.store.messages()
+        #expect(rows.map(\.id) == ids)
+        let received = server.received
+        let recipients = received.flatMap(\.recipients)
+        #expect(recipients.count == 12)
+        #expect(Set(recipients) == Set(rows.map(\.recipient.value)))
+        #expect(received.allSatisfy { $0.sender == "noreply@herald-demo.example" })
+        for row in rows {
+            #expect(row.state == .sent)
+            #expect(row.attempts == 1)
+            #expect(row.lastReplyCode == 250)
+            #expect(row.lastReply == DeliveryResult.accepted.replyText)
+            #expect(try fixture.store.attempts(outboxID: row.id).map(\.outcome) == ["sent"])
+            #expect(received.filter { $0.text.contains("Message-ID: \(row.messageID)\r\n") }.count == 1)
+        }
+    }
+
+    @Test func sentMessageCarriesACodeWhoseHashIsWhatTheLedgerStores() async throws {
+        let id = try fixture.enqueue(.resetPassword)
+        let server = ScriptedMailServer()
+        _ = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        let mail = try #require(server.received.first)
+        #expect(mail.recipients == ["ada@example.com"])
+        let code = try #require(mail.actionCode)
+        let record = try #require(try fixture.store.code(code))
+        #expect(record.outboxID == id)
+        #expect(record.kind == .resetPassword)
+        let storedHash = try fixture.store.read { db in
+            try Data.fetchOne(db, sql: "SELECT code_hash FROM action_codes WHERE outbox_id = ?", arguments: [id])
+        }
+        #expect(storedHash == Data(ActionCode.hash(code)))
+        for suffix in ["", "-wal"] {
+            let file = try #require(FileManager.default.contents(atPath: fixture.databasePath + suffix))
+            #expect(file.range(of: Data(code.utf8)) == nil)
+        }
+    }
+
+    @Test func transientReplyDefersTheRowWithANextAttemptAndRecordsTheAttempt() async throws {
+        let id = try fixture.enqueue()
+        let stop = StopSignal()
+        let server = ScriptedMailServer(script: [.greylisted]) { _ in stop.stop() }
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.backoffBase = 30
+            $0.worker.backoffCap = 3600
+        }
+        let started = Date()
+        let summary = try await worker.run(untilEmpty: false, concurrency: 1, stop: stop)
+        #expect(summary.deferred == 1)
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .deferred)
+        #expect(row.attempts == 1)
+        #expect(row.lastReplyCode == 451)
+        #expect(row.nextAttemptAt >= started.addingTimeInterval(14.9))
+        #expect(row.nextAttemptAt <= Date().addingTimeInterval(30.1))
+        let attempts = try fixture.store.attempts(outboxID: id)
+        #expect(attempts.map(\.outcome) == ["deferred"])
+        #expect(attempts.first?.replyText == DeliveryResult.greylisted.replyText)
+    }
+
+    @Test func permanentReplyFailsTheRow() async throws {
+        let id = try fixture.enqueue()
+        let server = ScriptedMailServer(script: [.noSuchUser])
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.failed == 1)
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .failed)
+        #expect(row.lastReplyCode == 550)
+        #expect(row.lastReply == DeliveryResult.noSuchUser.replyText)
+        #expect(try fixture.store.attempts(outboxID: id).map(\.outcome) == ["failed"])
+        #expect(server.received.count == 1)
+    }
+
+    @Test func deferredRowIsRetriedAndDiesWhenItsAttemptsRunOut() async throws {
+        let id = try fixture.enqueue()
+        let server = ScriptedMailServer(script: [.greylisted, .greylisted])
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.maxAttempts = 2
+            $0.worker.backoffBase = 0.01
+            $0.worker.backoffCap = 0.01
+        }
+        let summary = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.deferred == 1)
+        #expect(summary.dead == 1)
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .dead)
+        #expect(row.attempts == 2)
+        #expect(try fixture.store.attempts(outboxID: id).map(\.outcome) == ["deferred", "dead"])
+        #expect(server.received.count == 2)
+    }
+
+    @Test func rowWhoseMessageCannotBeBuiltFailsWithoutReachingTheTransport() async throws {
+        let now = Date()
+        let campaign = try fixture.store.campaign(
+            named: "names", kind: .verifyEmail, settings: ActionCodeSettings(), rate: nil, startAt: now, linkLifetime: nil, source: "test",
+            now: now)
+        var schedule = CampaignSchedule(start: now, interval: 0, position: 0)
+        let recipient = CampaignRecipient(
+            email: "eve@example.com", displayName: "Eve\r\nBcc: victim@example.com", locale: try LocaleTag("en"), variablesJSON: nil, line: 2)
+        _ = try fixture.store.addRecipients(
+            [recipient], to: campaign, schedule: &schedule, messageDomain: WorkerFixture.messageDomain, now: now)
+        let server = ScriptedMailServer()
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.failed == 1)
+        #expect(server.received.isEmpty)
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .failed)
+        #expect(row.lastReplyCode == nil)
+        #expect(row.lastReply?.hasPrefix("could not build the message") == true)
+    }
+
+    @Test func untilEmptyReturnsAtOnceWhenNothingIsQueued() async throws {
+        let server = ScriptedMailServer()
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 2, stop: StopSignal())
+        #expect(summary.sent == 0)
+        #expect(server.received.isEmpty)
+        #expect(try fixture.store.queueStatus().pending == 0)
+    }
+
+    @Test func stopMidRunReleasesUnsentClaimedRowsToTheQueue() async throws {
+        for n in 0..<5 { try fixture.enqueue(.verifyEmail, "u\(n)@example.com") }
+        let stop = StopSignal()
+        let server = ScriptedMailServer { sends in if sends == 1 { stop.stop() } }
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: false, concurrency: 1, stop: stop)
+        #expect(summary.sent == 1)
+        #expect(summary.released == 4)
+        #expect(server.received.count == 1)
+        #expect(try fixture.store.stateCounts() == [.sent: 1, .queued: 4])
+        #expect(try fixture.store.messages(state: .queued).allSatisfy { $0.attempts == 0 && $0.leaseUntil == nil })
+    }
+
+    @Test func serviceRethrowsAStoreFailureAndReportsItToOnFailure() async throws {
+        try fixture.enqueue()
+        try await fixture.store.pool.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse_claims BEFORE UPDATE OF state ON outbox WHEN NEW.state = 'sending'
+                    BEGIN SELECT RAISE(ABORT, 'claims refused by the test'); END
+                    """)
+        }
+        let failures = FailureLog()
+        let service = WorkerService(
+            worker: try fixture.worker(sendingTo: ScriptedMailServer()), concurrency: 1, untilEmpty: true,
+            onFailure: { await failures.append($0) })
+        let error = await #expect(throws: DatabaseError.self) { try await service.run() }
+        #expect(error?.message == "claims refused by the test")
+        let reported = await failures.errors
+        #expect(reported.count == 1)
+        #expect((reported.first as? DatabaseError)?.message == "claims refused by the test")
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .queued)
+        #expect(row.attempts == 0)
+    }
+}
+
+/// The errors a `WorkerService` reported through `onFailure`.
+actor FailureLog {
+    private(set) var errors: [any Error] = []
+
+    func append(_ error: any Error) { errors.append(error) }
+}
