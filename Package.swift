@@ -105,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldStore", "HeraldCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -115,7 +115,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldWorkerTests",
-            dependencies: ["HeraldWorker", "HeraldStore", "HeraldMail", "HeraldCore"],
+            dependencies: [
+                "HeraldWorker", "HeraldStore", "HeraldMail", "HeraldCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -28,7 +28,10 @@ public enum HeraldServer {
         router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
-        router.get("health") { _, _ in try FirebaseJSONEncoder.response(HealthReply(health), status: health.status) }
+        router.get("health") { _, _ in
+            let reply = HealthReply(health)
+            return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)
+        }
         let server = configuration.server
         return Application(
             router: router,

@@ -233,4 +233,17 @@ import Testing
             code, email: "ada@example.com", linkingTo: nil, newUID: "uid-ada", visitor: Fixture.visitor, now: now)
         #expect(result.account.uid == "uid-ada")
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func linkingToAnAccountThatIsGoneIsUserNotFoundAndKeepsTheCode(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let code = try Fixture.mint(.signIn, now: now, in: store)
+        let error = #expect(throws: HeraldError.self) {
+            try store.redeemEmailLinkSignIn(
+                code, email: "ada@example.com", linkingTo: "uid-deleted", newUID: "uid-new", visitor: Fixture.visitor, now: now)
+        }
+        #expect(error?.code == .userNotFound)
+        #expect(try store.code(code)?.redeemedAt == nil)
+        #expect(try store.accounts().isEmpty)
+    }
 }

@@ -19,7 +19,9 @@ extension IdentityToolkitController {
     @Sendable func createAuthUri(_ request: Request, context: HeraldRequestContext) async throws -> AuthURIReply {
         let body = try await request.decode(as: CreateAuthURIBody.self, context: context)
         let actions = actions
-        let result = try await offload { try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri) }
+        let result = try await offload {
+            try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri)
+        }
         return AuthURIReply(
             sessionId: result.sessionId, registered: result.registered, allProviders: result.allProviders,
             signinMethods: result.signinMethods)

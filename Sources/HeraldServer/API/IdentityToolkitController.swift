@@ -14,11 +14,13 @@ struct IdentityToolkitController: Sendable {
 
     /// `/v1/…`, `/identitytoolkit.googleapis.com/v1/…` and their `projects/{project}/` forms.
     static let pathFamilies: [RouterPath] = [
-        "v1", "identitytoolkit.googleapis.com/v1", "v1/projects/:project", "identitytoolkit.googleapis.com/v1/projects/:project",
+        "v1", "identitytoolkit.googleapis.com/v1",
+        "v1/projects/:project", "identitytoolkit.googleapis.com/v1/projects/:project",
     ]
 
     var routes: RouteCollection<HeraldRequestContext> {
         let configuration = actions.configuration
+        let admin = AdminCredential(configuration.server)
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: ProjectMiddleware(projectID: configuration.project.id))
@@ -26,7 +28,7 @@ struct IdentityToolkitController: Sendable {
         routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }
         routes
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
-            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server)))
+            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: admin))
         routes
             .post("accounts:sendOobCode", use: sendOobCode)
             .post("accounts:resetPassword", use: resetPassword)

@@ -65,7 +65,8 @@ struct FirebaseError: HTTPResponseError {
             let detail = Detail(
                 message: error.message, domain: "global", reason: error.reason, location: onHeader ? "Authorization" : nil,
                 locationType: onHeader ? "header" : nil)
-            self.error = Body(code: Int(error.status.code), message: error.message, errors: [detail], status: error.statusName)
+            let code = Int(error.status.code)
+            self.error = Body(code: code, message: error.message, errors: [detail], status: error.statusName)
         }
     }
 }

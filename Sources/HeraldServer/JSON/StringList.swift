@@ -11,7 +11,8 @@ struct StringList: Decodable, Sendable, Hashable {
         } else if let many = try? container.decode([String].self) {
             values = many
         } else {
-            let context = DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "expected a string or strings")
+            let context = DecodingError.Context(
+                codingPath: decoder.codingPath, debugDescription: "expected a string or strings")
             throw DecodingError.typeMismatch(String.self, context)
         }
     }

@@ -4,7 +4,9 @@ import Hummingbird
 struct ProjectMiddleware<Context: RequestContext>: RouterMiddleware {
     let projectID: String
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         if let project = context.parameters.get("project"), project != projectID {
             throw FirebaseError.projectNotFound
         }

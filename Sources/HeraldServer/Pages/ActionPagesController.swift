@@ -19,10 +19,14 @@ struct ActionPagesController: Sendable {
             .get("__/auth/links", use: unwrap)
     }
 
+    /// `GET`: records the click, then shows the confirm or reset form; sign-in links, and every link when
+    /// the app owns the accounts, go on to the continue URL with the code.
     @Sendable func show(_ request: Request, context: HeraldRequestContext) async -> Response {
         let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
         let lang = query.lang
-        guard let (kind, code) = query.action(apiKey: apiKey) else { return page(.error, lang, "missing_parameters", .badRequest) }
+        guard let (kind, code) = query.action(apiKey: apiKey) else {
+            return page(.error, lang, "missing_parameters", .badRequest)
+        }
         let (actions, visitor) = (actions, context.visitor(of: request))
         let check: LinkCheck
         do {
@@ -50,6 +54,7 @@ struct ActionPagesController: Sendable {
         return page(kind == .resetPassword ? .resetForm : .verifyConfirm, lang, form: form)
     }
 
+    /// `POST`: checks the form's token and consumes the code, then goes to the continue URL or a success page.
     @Sendable func submit(_ request: Request, context: HeraldRequestContext) async -> Response {
         var request = request
         guard let body = try? await request.collectBody(upTo: 16 * 1024),
@@ -116,7 +121,8 @@ struct ActionPagesController: Sendable {
     }
 
     private func pageForm(_ kind: ActionKind, _ code: String, _ continueURL: String?) -> PageForm {
-        PageForm(mode: kind.mode, oobCode: code, apiKey: apiKey, csrfToken: actions.formToken(for: code), continueUrl: continueURL)
+        let token = actions.formToken(for: code)
+        return PageForm(mode: kind.mode, oobCode: code, apiKey: apiKey, csrfToken: token, continueUrl: continueURL)
     }
 
     private func page(
@@ -128,7 +134,8 @@ struct ActionPagesController: Sendable {
 
     static let pageHeaders: HTTPFields = [
         .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-        .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        .contentSecurityPolicy:
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
         .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY",
     ]
 
@@ -137,7 +144,9 @@ struct ActionPagesController: Sendable {
     }
 
     /// Sends the visitor to the app's continue URL with the link's parameters, as Firebase's page does for sign-in.
-    static func redirect(handingOver code: String, _ kind: ActionKind, to continueURL: String, apiKey: String, lang: String) -> Response {
+    static func redirect(
+        handingOver code: String, _ kind: ActionKind, to continueURL: String, apiKey: String, lang: String
+    ) -> Response {
         guard var components = URLComponents(string: continueURL) else { return redirect(to: continueURL) }
         components.queryItems =
             (components.queryItems ?? []) + [

@@ -24,7 +24,9 @@ struct PageModel {
     let csrfToken: String?
     let continueUrl: String?
 
-    init(kind: PageRenderer.Kind, lang: LocaleTag, appName: String, strings: [String: String], message: String?, form: PageForm?) {
+    init(
+        kind: PageRenderer.Kind, lang: LocaleTag, appName: String, strings: [String: String], message: String?, form: PageForm?
+    ) {
         self.lang = lang.value
         direction = lang.isRightToLeft ? "rtl" : "ltr"
         self.appName = appName

@@ -38,7 +38,9 @@ struct AuditQuery: Decodable, Sendable {
 
     private static func time(_ text: String?, _ name: String) throws -> Date? {
         try text.map { text in
-            guard let date = try? Date(text, strategy: .iso8601) else { throw HeraldError(.invalidArgument, "\(name) must be ISO 8601") }
+            guard let date = try? Date(text, strategy: .iso8601) else {
+                throw HeraldError(.invalidArgument, "\(name) must be ISO 8601")
+            }
             return date
         }
     }

@@ -1,6 +1,7 @@
 import Hummingbird
 
-/// `/health`'s answer: `{"status":"ok"}`, or 503 `{"status":"failing","error":"<reason>"}`.
+/// `/health`'s answer: `{"status":"ok"}`, or 503 `{"status":"failing","error":"<reason>"}` once the process
+/// can no longer do its job (load balancers stop sending it traffic).
 struct HealthReply: Encodable, Sendable {
     let status: String
     let error: String?
@@ -10,9 +11,6 @@ struct HealthReply: Encodable, Sendable {
         status = reason == nil ? "ok" : "failing"
         error = reason
     }
-}
 
-extension Health {
-    /// 200 while healthy, 503 once failed (load balancers stop sending traffic).
-    var status: HTTPResponse.Status { failureReason == nil ? .ok : .serviceUnavailable }
+    var httpStatus: HTTPResponse.Status { error == nil ? .ok : .serviceUnavailable }
 }

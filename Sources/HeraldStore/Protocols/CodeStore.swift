@@ -49,7 +49,7 @@ public protocol CodeStore: Sendable {
     /// `linkingTo` when given, else signs in to the address's account, creating it (as `newUID`) if needed.
     ///
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `INVALID_EMAIL` (another address's code),
-    ///   `EMAIL_EXISTS` (linking an address another account owns), `USER_DISABLED`.
+    ///   `EMAIL_EXISTS` (linking an address another account owns), `USER_NOT_FOUND` (no account `linkingTo`), `USER_DISABLED`.
     func redeemEmailLinkSignIn(
         _ code: String, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
     ) throws -> SignInRedemption

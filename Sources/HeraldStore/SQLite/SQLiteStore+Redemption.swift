@@ -38,11 +38,13 @@ extension SQLiteStore {
             let owner = try Self.account(db, email: canonical)
             var account: Account
             var isNew = false
-            if let target = try uid.flatMap({ try Self.account(db, uid: $0) }) {
+            if let uid {
+                // The ID token's account went away since it was checked: linking must not fall back to another account.
+                guard var target = try Self.account(db, uid: uid) else { throw HeraldError(.userNotFound, "") }
                 if let owner, owner.uid != target.uid { throw HeraldError(.emailExists, "") }
+                target.email = canonical
+                try target.applyEmailLinkSignIn(now: now, ownsAddress: false)
                 account = target
-                account.email = canonical
-                try account.applyEmailLinkSignIn(now: now, ownsAddress: false)
             } else if let owner {
                 account = owner
                 try account.applyEmailLinkSignIn(now: now, ownsAddress: true)

@@ -13,16 +13,16 @@ struct WorkerFixture {
     static let messageDomain = "herald.test"
 
     let scratch = ScratchDirectory()
+    let databasePath: String
     let store: SQLiteStore
     let templates: TemplateLibrary
 
     init() throws {
-        store = try SQLiteStore(path: scratch.path("ledger.sqlite"))
+        databasePath = scratch.path("ledger.sqlite")
+        store = try SQLiteStore(path: databasePath)
         let directory = Self.repositoryRoot.appendingPathComponent("templates").path
         templates = try TemplateLibrary(directory: directory, defaultLocale: LocaleTag("en"))
     }
-
-    var databasePath: String { scratch.path("ledger.sqlite") }
 
     /// A worker with the default configuration, then `change`.
     func worker(sendingTo server: ScriptedMailServer, _ change: (inout HeraldConfiguration) -> Void = { _ in }) throws -> Worker {
