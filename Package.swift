@@ -110,7 +110,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldActionsTests",
-            dependencies: ["HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore"],
+            dependencies: [
+                "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -124,7 +127,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldServerTests",
-            dependencies: ["HeraldServer", "HeraldActions", "HeraldCore"],
+            dependencies: [
+                "HeraldServer", "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

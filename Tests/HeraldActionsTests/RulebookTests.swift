@@ -113,8 +113,9 @@ func code(of call: () throws -> Void) -> String? {
 
     @Test func appOwnedModeRefusesAccountOperations() throws {
         let rulebook = try Rulebook(owner: .app)
-        #expect(code { _ = try rulebook.actions.signUp(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
-            == "OPERATION_NOT_ALLOWED")
+        #expect(
+            code { _ = try rulebook.actions.signUp(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
+                == "OPERATION_NOT_ALLOWED")
         #expect(code { _ = try rulebook.actions.listAccounts() } == "OPERATION_NOT_ALLOWED")
         #expect(code { _ = try rulebook.actions.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import HeraldCore
 import HeraldActions
+import HeraldCore
 
 /// `herald audit`: one row per link, streamed.
 struct AuditCommand: AsyncParsableCommand {

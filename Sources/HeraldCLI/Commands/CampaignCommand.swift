@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import HeraldCore
 import HeraldActions
+import HeraldCore
 
 /// `herald campaign …`: bulk sends with rates, control, progress and reports.
 struct CampaignCommand: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import HeraldCore
 import HeraldActions
+import HeraldCore
 
 /// `herald messages`: the ledger, as a table or JSON.
 struct MessagesCommand: AsyncParsableCommand {
