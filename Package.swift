@@ -130,6 +130,7 @@ let package = Package(
             dependencies: [
                 "HeraldServer", "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -25,7 +25,7 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
 
     var isLoopback: Bool {
         guard let ip = remoteIP else { return false }
-        return ip == "::1" || ip.hasPrefix("127.") || ip == "::ffff:127.0.0.1"
+        return ip == "::1" || ip.hasPrefix("127.") || ip.hasPrefix("::ffff:127.")
     }
 
     /// Who is using a link, as the ledger records it.
