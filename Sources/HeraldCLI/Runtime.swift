@@ -51,10 +51,11 @@ enum LoggingBootstrap {
     static func once() { _ = bootstrap }
 }
 
-/// Pretty, key-sorted JSON for `--json` output.
-func prettyJSON(_ value: Any) throws -> String {
-    String(
-        decoding: try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+/// Pretty, key-sorted JSON with slashes as written, for `--json` output.
+func prettyJSON(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
 
 /// Runs a command body, turning any failure into one `error: …` line on stderr and exit code 1.

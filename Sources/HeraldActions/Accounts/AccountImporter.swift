@@ -27,18 +27,7 @@ public enum AccountImporter {
             do {
                 let fields: [String: String]
                 if isJSONLines {
-                    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                        throw HeraldError(.argumentError, "not a JSON object")
-                    }
-                    fields = object.compactMapValues { value -> String? in
-                        switch value {
-                        case is NSNull: nil
-                        case let text as String: text
-                        case let number as NSNumber:
-                            String(cString: number.objCType) == "c" ? (number.boolValue ? "true" : "false") : number.stringValue
-                        default: "\(value)"
-                        }
-                    }
+                    fields = try jsonFields(line)
                 } else {
                     let cells = try CSVLine.parse(String(line))
                     guard let names = header else {
@@ -59,6 +48,14 @@ public enum AccountImporter {
             }
         }
         return report
+    }
+
+    /// A JSON-lines row: one JSON object; null values (and arrays or objects) are left out.
+    static func jsonFields(_ line: Substring) throws -> [String: String] {
+        guard let object = try? JSONDecoder().decode([String: JSONScalar].self, from: Data(line.utf8)) else {
+            throw HeraldError(.argumentError, "not a JSON object")
+        }
+        return object.compactMapValues(\.text)
     }
 
     static func account(from fields: [String: String]) throws -> Account {

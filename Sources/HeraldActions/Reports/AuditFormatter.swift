@@ -5,10 +5,15 @@ import HeraldCore
 public enum AuditFormatter {
     public enum Format: String, CaseIterable, Sendable { case table, csv, jsonl }
 
-    static let columns = [
-        "id", "recipient", "action", "campaign", "state", "queuedAt", "sentAt", "smtpReply", "firstClickAt", "redeemedAt",
-        "redeemedIp", "redeemedUserAgent", "expired", "superseded",
-    ]
+    /// The CSV columns, in order; also the keys of a JSON line.
+    static let columns = JSONLine.CodingKeys.allCases.map(\.stringValue)
+
+    /// Compact (one line per row), sorted keys, slashes unescaped: the `GET /admin/audit` body and `--format jsonl`.
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
 
     /// The header line, if the format has one.
     public static func header(_ format: Format) -> String? {
@@ -20,15 +25,13 @@ public enum AuditFormatter {
     }
 
     public static func line(_ row: AuditRow, _ format: Format) -> String {
-        let values = fields(row)
         switch format {
         case .jsonl:
-            let object = Dictionary(uniqueKeysWithValues: zip(columns, values.map { $0 ?? NSNull() }))
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            let data = (try? encoder.encode(JSONLine(row: row))) ?? Data()
             return String(decoding: data, as: UTF8.self)
         case .csv:
-            return values.map { value in
-                let text = value.map { "\($0)" } ?? ""
+            return fields(row).map { value in
+                let text = value ?? ""
                 return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
                     ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
             }.joined(separator: ",")
@@ -41,11 +44,40 @@ public enum AuditFormatter {
         }
     }
 
-    private static func fields(_ row: AuditRow) -> [Any?] {
+    /// The row's values in `columns` order, as CSV writes them; nil is an empty cell.
+    private static func fields(_ row: AuditRow) -> [String?] {
         [
-            row.id, row.recipient, row.action, row.campaign, row.state, row.queuedAt.iso8601, row.sentAt.map(\.iso8601), row.smtpReply,
-            row.firstClickAt.map(\.iso8601), row.redeemedAt.map(\.iso8601), row.redeemedIP, row.redeemedUserAgent, row.expired, row.superseded,
+            String(row.id), row.recipient, row.action, row.campaign.map(String.init), row.state, row.queuedAt.iso8601,
+            row.sentAt.map(\.iso8601), row.smtpReply, row.firstClickAt.map(\.iso8601), row.redeemedAt.map(\.iso8601), row.redeemedIP,
+            row.redeemedUserAgent, String(row.expired), String(row.superseded),
         ]
     }
 
+    /// A row as a JSON line: every key present, `null` for what the row lacks, times in ISO 8601.
+    struct JSONLine: Encodable {
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case id, recipient, action, campaign, state, queuedAt, sentAt, smtpReply, firstClickAt, redeemedAt, redeemedIp,
+                redeemedUserAgent, expired, superseded
+        }
+
+        let row: AuditRow
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(row.id, forKey: .id)
+            try container.encode(row.recipient, forKey: .recipient)
+            try container.encode(row.action, forKey: .action)
+            try container.encode(row.campaign, forKey: .campaign)
+            try container.encode(row.state, forKey: .state)
+            try container.encode(row.queuedAt.iso8601, forKey: .queuedAt)
+            try container.encode(row.sentAt?.iso8601, forKey: .sentAt)
+            try container.encode(row.smtpReply, forKey: .smtpReply)
+            try container.encode(row.firstClickAt?.iso8601, forKey: .firstClickAt)
+            try container.encode(row.redeemedAt?.iso8601, forKey: .redeemedAt)
+            try container.encode(row.redeemedIP, forKey: .redeemedIp)
+            try container.encode(row.redeemedUserAgent, forKey: .redeemedUserAgent)
+            try container.encode(row.expired, forKey: .expired)
+            try container.encode(row.superseded, forKey: .superseded)
+        }
+    }
 }

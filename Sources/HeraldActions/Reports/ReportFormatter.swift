@@ -3,22 +3,6 @@ import HeraldCore
 
 /// Renders a `CampaignReport` as text, JSON or a standalone HTML page with an SVG chart (no JavaScript).
 public enum ReportFormatter {
-    public static func json(_ report: CampaignReport) -> String {
-        var object: [String: Any] = [
-            "campaign": [
-                "id": report.campaign.id, "name": report.campaign.name, "action": report.campaign.kind.rawValue, "state": report.status,
-                "rate": report.campaign.rate ?? NSNull(), "rejected": report.campaign.rejected,
-            ],
-            "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, report.counts[$0] ?? 0) }),
-            "replyCodes": report.replyCodes, "total": report.total, "sent": report.sent, "clicked": report.clicked,
-            "redeemed": report.redeemed, "redemptionRate": report.redemptionRate, "bucketSeconds": report.bucketSeconds,
-            "funnel": report.funnel.map { ["start": $0.start.iso8601, "sent": $0.sent, "redeemed": $0.redeemed] },
-        ]
-        object["timeToRedeem"] = report.timeToRedeem.map { ["p50": $0.p50, "p90": $0.p90, "p99": $0.p99] } ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     public static func text(_ report: CampaignReport) -> String {
         var lines = [
             "campaign \(report.campaign.id) \"\(report.campaign.name)\" (\(report.campaign.kind.rawValue)): \(report.status)",

@@ -43,16 +43,7 @@ struct ListAccounts: AsyncParsableCommand {
             let runtime = try await Runtime.load(global)
             let accounts = try runtime.actions().listAccounts()
             if json {
-                let objects: [[String: Any]] = accounts.map { account in
-                    [
-                        "uid": account.uid, "email": account.email ?? NSNull(), "emailVerified": account.emailVerified,
-                        "displayName": account.displayName ?? NSNull(), "disabled": account.disabled,
-                        "hasPassword": account.passwordHash != nil, "emailLinkSignin": account.emailLinkSignin,
-                        "createdAt": account.createdAt.iso8601,
-                        "lastLoginAt": account.lastLoginAt.map(\.iso8601) ?? NSNull(),
-                    ]
-                }
-                print(try prettyJSON(objects))
+                print(try prettyJSON(accounts.map(AccountJSON.init)))
                 return
             }
             for account in accounts {

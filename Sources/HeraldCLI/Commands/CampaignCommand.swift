@@ -95,14 +95,7 @@ struct ListCampaigns: AsyncParsableCommand {
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
             let rows = try await Runtime.load(global).actions().campaigns()
             if json {
-                let objects: [[String: Any]] = rows.map { campaign, counts in
-                    [
-                        "id": campaign.id, "name": campaign.name, "action": campaign.kind.rawValue, "state": campaign.status(counts: counts),
-                        "imported": counts.values.reduce(0, +), "rejected": campaign.rejected, "rate": campaign.rate ?? NSNull(),
-                        "counts": Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, counts[$0] ?? 0) }),
-                    ]
-                }
-                print(try prettyJSON(objects))
+                print(try prettyJSON(rows.map { CampaignJSON(campaign: $0.campaign, counts: $0.counts) }))
                 return
             }
             for (campaign, counts) in rows {

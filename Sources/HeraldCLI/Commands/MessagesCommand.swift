@@ -31,16 +31,7 @@ struct MessagesCommand: AsyncParsableCommand {
     }
 
     static func json(_ rows: [OutboxMessage]) throws -> String {
-        let objects: [[String: Any]] = rows.map { row in
-            [
-                "id": row.id, "action": row.kind.rawValue, "recipient": row.recipient.value, "email": row.email.value,
-                "newEmail": row.newEmail?.value ?? NSNull(), "locale": row.locale.value, "state": row.state.rawValue,
-                "attempts": row.attempts, "lastReplyCode": row.lastReplyCode ?? NSNull(), "lastReply": row.lastReply ?? NSNull(),
-                "queuedAt": row.queuedAt.iso8601, "sentAt": row.sentAt.map(\.iso8601) ?? NSNull(), "messageId": row.messageID,
-                "nextAttemptAt": row.state == .deferred ? row.nextAttemptAt.iso8601 : NSNull(),
-            ]
-        }
-        return try prettyJSON(objects)
+        try prettyJSON(rows.map(MessageJSON.init))
     }
 
     static func table(_ rows: [OutboxMessage]) -> String {
