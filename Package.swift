@@ -92,6 +92,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "HeraldTesting", swiftSettings: swiftSettings),
         .executableTarget(
             name: "herald",
             dependencies: ["HeraldCLI"],
@@ -105,7 +106,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore", "HeraldCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["HeraldStore", "HeraldCore", "HeraldTesting", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -119,7 +120,7 @@ let package = Package(
         .testTarget(
             name: "HeraldWorkerTests",
             dependencies: [
-                "HeraldWorker", "HeraldStore", "HeraldMail", "HeraldCore",
+                "HeraldWorker", "HeraldStore", "HeraldMail", "HeraldCore", "HeraldTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// Accounts when Herald owns them: unique addresses, atomic changes, standings for the sending rules.

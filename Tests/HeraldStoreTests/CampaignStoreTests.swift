@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// Campaigns: queueing recipients on a schedule, and pause, resume and cancel as the worker sees them.

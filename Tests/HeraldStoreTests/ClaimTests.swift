@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// The worker's side of the outbox: claim → record | release, leases and queue-wait expiry.

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// Codes: minting, single use, supersede, expired versus invalid, and `consume` for app-owned accounts.

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// Queueing requests: durability, what a row holds, the per-recipient throttle, and the outbox queries.

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// The named redemption transactions: each consumes its code and applies its effect on the account,

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HeraldCore
+import HeraldTesting
 import Testing
 
 @testable import HeraldStore

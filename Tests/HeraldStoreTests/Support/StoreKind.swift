@@ -1,5 +1,6 @@
 import Foundation
 import HeraldStore
+import HeraldTesting
 import Testing
 
 /// Every implementation of `HeraldStore`: the store suites run each test body against all of them,

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldMail
 import HeraldStore
+import HeraldTesting
 import HeraldWorker
 import Logging
 
