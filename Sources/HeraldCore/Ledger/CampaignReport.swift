@@ -1,0 +1,60 @@
+import Foundation
+
+/// A campaign's numbers, all computed from the ledger.
+public struct CampaignReport: Sendable {
+    public struct Percentiles: Sendable {
+        public let p50: Double
+        public let p90: Double
+        public let p99: Double
+
+        public init(p50: Double, p90: Double, p99: Double) {
+            self.p50 = p50
+            self.p90 = p90
+            self.p99 = p99
+        }
+    }
+
+    public struct Bucket: Sendable {
+        public let start: Date
+        public let sent: Int
+        public let redeemed: Int
+
+        public init(start: Date, sent: Int, redeemed: Int) {
+            self.start = start
+            self.sent = sent
+            self.redeemed = redeemed
+        }
+    }
+
+    public let campaign: Campaign
+    /// `active`, `paused`, `cancelled`, or `done` when nothing is left to send.
+    public let status: String
+    public let counts: [OutboxState: Int]
+    /// Last SMTP reply code per row ("none" for rows never answered).
+    public let replyCodes: [String: Int]
+    public let sent: Int
+    public let clicked: Int
+    public let redeemed: Int
+    public let timeToRedeem: Percentiles?
+    public let funnel: [Bucket]
+    public let bucketSeconds: Int
+
+    public init(
+        campaign: Campaign, status: String, counts: [OutboxState: Int], replyCodes: [String: Int], sent: Int, clicked: Int,
+        redeemed: Int, timeToRedeem: Percentiles?, funnel: [Bucket], bucketSeconds: Int
+    ) {
+        self.campaign = campaign
+        self.status = status
+        self.counts = counts
+        self.replyCodes = replyCodes
+        self.sent = sent
+        self.clicked = clicked
+        self.redeemed = redeemed
+        self.timeToRedeem = timeToRedeem
+        self.funnel = funnel
+        self.bucketSeconds = bucketSeconds
+    }
+
+    public var total: Int { counts.values.reduce(0, +) }
+    public var redemptionRate: Double { sent == 0 ? 0 : Double(redeemed) / Double(sent) }
+}
