@@ -42,21 +42,26 @@ extension Actions {
     /// rules as a single admin send before any is queued (the per-address cooldown is for single
     /// requests; use a campaign to pace bulk mail). Returns how many were queued.
     ///
-    /// - Throws: the first refusal, with the index of its address in `failedAt`.
+    /// - Throws: the first refusal, as a `BulkSendError` naming the address's index.
     public func sendBulk(_ template: SendRequest, to addresses: [String], now: Date = Date()) throws -> Int {
+        // One query for every address's account, and one for the shared new address.
         let standings = ownsAccounts ? try store.standings(emails: addresses.map { $0.lowercased() }) : [:]
+        var newEmailTaken = false
+        if ownsAccounts, template.kind == .verifyAndChangeEmail, let newEmail = template.newEmail {
+            newEmailTaken = try store.account(email: newEmail.lowercased()) != nil
+        }
         var requests: [ActionRequest] = []
         requests.reserveCapacity(addresses.count)
         for (index, address) in addresses.enumerated() {
             do {
-                var request = template
-                request.email = address
-                let target = try resolveBulk(request, standing: standings[address.lowercased()])
-                if let refusal = target.refusal { throw refusal }
+                let email = try requiredEmail(address)
+                let standing = standings[email]
+                if ownsAccounts, let refusal = Self.accountRefusal(template.kind, standing) { throw refusal }
+                if newEmailTaken { throw HeraldError(.emailExists, "") }
                 requests.append(
                     try ActionRequest(
-                        kind: request.kind, email: address, newEmail: request.newEmail, settings: request.settings,
-                        locale: request.locale, displayName: request.displayName ?? target.displayName, links: configuration.links))
+                        kind: template.kind, email: email, newEmail: template.newEmail, settings: template.settings,
+                        locale: template.locale, displayName: template.displayName ?? standing?.displayName, links: configuration.links))
             } catch let error as HeraldError {
                 throw BulkSendError(index: index, error: error)
             }
@@ -87,9 +92,8 @@ extension Actions {
             return Target(email: try requiredEmail(request.email))
         case .resetPassword:
             let email = try requiredEmail(request.email)
-            let account = try store.account(email: email)
-            let standing = account.map { AccountStanding(disabled: $0.disabled, emailVerified: $0.emailVerified, displayName: $0.displayName) }
-            return Target(email: email, displayName: account?.displayName, refusal: Self.accountRefusal(.resetPassword, standing))
+            let standing = try store.standings(emails: [email])[email]
+            return Target(email: email, displayName: standing?.displayName, refusal: Self.accountRefusal(.resetPassword, standing))
         case .verifyEmail, .verifyAndChangeEmail:
             let account: Account
             if let token = request.idToken {
@@ -111,20 +115,6 @@ extension Actions {
             }
             return target
         }
-    }
-
-    /// The account rules of `resolve` for one bulk address, from its standing read in advance.
-    private func resolveBulk(_ request: SendRequest, standing: AccountStanding?) throws -> Target {
-        let email = try requiredEmail(request.email)
-        guard ownsAccounts else { return Target(email: email, newEmail: request.newEmail) }
-        var target = Target(email: email, newEmail: request.newEmail, displayName: standing?.displayName)
-        target.refusal = Self.accountRefusal(request.kind, standing)
-        if target.refusal == nil, request.kind == .verifyAndChangeEmail, let newEmail = request.newEmail,
-            try store.account(email: newEmail.lowercased()) != nil
-        {
-            target.refusal = HeraldError(.emailExists, "")
-        }
-        return target
     }
 
     /// The account rule for sending `kind` to an address with this standing (nil: it has no account)
