@@ -23,7 +23,9 @@ public final class Actions: Sendable {
     /// The right-hand side of every Message-ID: the sender's domain.
     let messageDomain: String
     let links: ActionLinkBuilder
-    let signer: TokenSigner
+    let forms: FormSigner
+    /// The ID-token keys, read (or created) on first use: commands that never sign need no key file.
+    private let idTokenKeys = Mutex<IDTokens?>(nil)
     let logger: Logger
     /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`.
     let emulatorCodes = Mutex<[EmulatorCode]>([])
@@ -38,8 +40,23 @@ public final class Actions: Sendable {
         links = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
         let secret = configuration.server.tokenSecret
         let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))
-        signer = TokenSigner(key: key, projectID: configuration.project.id)
+        forms = FormSigner(key: key)
         self.logger = logger
+    }
+
+    /// The keys that sign and verify ID tokens, from `tokens.keyFile` (created with a fresh key when absent).
+    /// `herald serve` calls this at start-up, so a bad key file stops it before it listens.
+    ///
+    /// - Throws: `INVALID_CONFIGURATION` for a key file that cannot be read, written or parsed.
+    @discardableResult
+    public func idTokens() throws -> IDTokens {
+        try idTokenKeys.withLock { keys in
+            if let keys { return keys }
+            let file = try SigningKeyFile.openOrCreate(path: configuration.signingKeyPath)
+            let loaded = try IDTokens(file: file, projectID: configuration.project.id)
+            keys = loaded
+            return loaded
+        }
     }
 
     /// Who is asking: an app with the API key (enumeration protection applies) or an administrator

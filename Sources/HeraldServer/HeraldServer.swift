@@ -3,8 +3,9 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// `herald serve`'s HTTP application: the Identity Toolkit surface, the action pages, the admin pages,
-/// the emulator's code listing and `/health`.
+/// `herald serve`'s HTTP application: the Identity Toolkit surface (v1 and legacy v3), token refresh, the
+/// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing and `/health`,
+/// all behind CORS for authorized origins.
 ///
 /// ```swift
 /// let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
@@ -20,11 +21,17 @@ public enum HeraldServer {
         let pages = try PageRenderer(
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale,
             appName: configuration.project.appName)
+        let tokens = try actions.idTokens()  // a bad key file stops the server before it listens
         let router = Router(context: HeraldRequestContext.self)
-        let toolkit = IdentityToolkitController(actions: actions).routes
+        let toolkit = IdentityToolkitController(actions: actions)
         for family in IdentityToolkitController.pathFamilies {
-            router.addRoutes(toolkit, atPath: family)
+            router.addRoutes(toolkit.routes, atPath: family)
         }
+        for family in IdentityToolkitController.legacyFamilies {
+            router.addRoutes(toolkit.legacyRoutes, atPath: family)
+        }
+        router.addRoutes(SecureTokenController(actions: actions).routes)
+        router.addRoutes(PublicKeysController(tokens: tokens).routes)
         router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
@@ -33,8 +40,9 @@ public enum HeraldServer {
             return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)
         }
         let server = configuration.server
+        let responder = CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains)
         return Application(
-            router: router,
+            responder: responder,
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: "Herald"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? server.port) },
             logger: logger)

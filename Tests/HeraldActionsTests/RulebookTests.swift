@@ -17,6 +17,7 @@ struct Rulebook {
         var configuration = HeraldConfiguration()
         configuration.accounts.owner = owner
         configuration.links.authorizedDomains = ["localhost", "app.example.com"]
+        configuration.tokens.keyFile = directory.appendingPathComponent("signing-keys.json").path
         configuration.templatesDirectory = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../templates").path
         change(&configuration)
         store = try SQLiteStore(path: directory.appendingPathComponent("ledger.sqlite").path)
@@ -58,7 +59,7 @@ func code(of call: () throws -> Void) -> String? {
 
     @Test func campaignRowsAndBulkSendsAreRefusedWithTheSameCode() throws {
         let rulebook = try Rulebook()
-        _ = try rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        _ = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let csv = try rulebook.file("people.csv", "email\nada@example.com\nnobody@example.org\n")
         let result = try rulebook.actions.createCampaign(CampaignRequest(name: "resets", kind: .resetPassword, source: .csv(path: csv)))
         #expect(result.summary.imported == 1 && result.summary.rejected == 1)
@@ -114,7 +115,7 @@ func code(of call: () throws -> Void) -> String? {
     @Test func appOwnedModeRefusesAccountOperations() throws {
         let rulebook = try Rulebook(owner: .app)
         #expect(
-            code { _ = try rulebook.actions.signUp(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
+            code { _ = try rulebook.actions.createAccount(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
                 == "OPERATION_NOT_ALLOWED")
         #expect(code { _ = try rulebook.actions.listAccounts() } == "OPERATION_NOT_ALLOWED")
         #expect(code { _ = try rulebook.actions.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
@@ -122,7 +123,7 @@ func code(of call: () throws -> Void) -> String? {
 
     @Test func heraldOwnedModeAppliesTheEffectAndRefusesBareRedemption() throws {
         let rulebook = try Rulebook()
-        _ = try rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        _ = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let request = SendRequest(kind: .verifyEmail, email: "ada@example.com", returnLink: true)
         guard case .link(let plaintext, _) = try rulebook.actions.send(request, as: .admin).delivery else {
             Issue.record("expected a link")

@@ -22,7 +22,7 @@ import Testing
 
     @Test func everyActionHasItsMode() {
         let modes = ActionKind.allCases.map { query(builder.link(for: $0, code: "c", settings: ActionCodeSettings(), lang: "en"))["mode"] }
-        #expect(modes == ["signIn", "verifyEmail", "resetPassword", "verifyAndChangeEmail"])
+        #expect(modes == ["signIn", "verifyEmail", "resetPassword", "verifyAndChangeEmail", "recoverEmail"])
     }
 
     @Test func linkWithoutContinueURLOmitsTheParameter() {

@@ -1,6 +1,9 @@
 """The real firebase-admin Python SDK against `herald serve`, the way a team
 moving off Firebase would point it there: FIREBASE_AUTH_EMULATOR_HOST, which
-makes the SDK send `Authorization: Bearer owner` to project-scoped paths."""
+makes the SDK send `Authorization: Bearer owner` to project-scoped paths.
+Sessions made over HTTP (signInWithPassword, email links) meet the SDK's
+revoke_refresh_tokens, verify_id_token and user management; refresh tokens are
+redeemed at securetoken (`/securetoken.googleapis.com/v1/token`)."""
 
 from __future__ import annotations
 
@@ -8,15 +11,20 @@ import time
 import uuid
 
 import pytest
+import requests
 
 import firebase_admin  # a missing package fails collection loudly: see Tests/requirements.txt
 from firebase_admin import auth, exceptions
 
 from helpers import ACTION_URL, API_KEY, OOB_CODE_RE, parse_link, row_count
-from http_support import PROJECT, ok, unique_email
+from http_support import HTTP_TIMEOUT, PROJECT, assert_error, code_of, ok, unique_email
 
 FINISH = "https://app.example.com/finish"
 PASSWORD = "admin-sdk-pw-1"
+NEW_PASSWORD = "admin-sdk-pw-2"
+SECURETOKEN = "/securetoken.googleapis.com/v1/token"
+# What verify_id_token(check_revoked=True) and the user-management tests need of Herald.
+SDK_SERVER = {"allowEmulatorOwner": True, "emulatorMode": True}
 
 
 @pytest.fixture
@@ -160,3 +168,186 @@ def test_owner_credential_is_refused_unless_allowed(server, admin_app):
         auth.delete_user(srv.admin_user(email)["localId"], app=app)
     assert row_count(srv.db_path, "accounts") == 1
     assert srv.admin_user(email) is not None
+
+
+# --------------------------------------------------------------------------- sessions meet the SDK
+def refresh(srv, refresh_token: str) -> requests.Response:
+    """The securetoken exchange as the client SDKs make it (form-encoded, API key)."""
+    return requests.post(srv.url + SECURETOKEN, params={"key": API_KEY}, timeout=HTTP_TIMEOUT,
+                         data={"grant_type": "refresh_token", "refresh_token": refresh_token})
+
+
+def refresh_ok(srv, refresh_token: str, uid: str) -> dict:
+    resp = refresh(srv, refresh_token)
+    assert resp.status_code == 200, f"securetoken refresh -> {resp.status_code}\n{resp.text[:2000]}"
+    body = resp.json()
+    assert body.get("user_id") == uid and body.get("id_token") and body.get("refresh_token"), body
+    return body
+
+
+def refresh_refused(srv, refresh_token: str, code: str) -> None:
+    resp = refresh(srv, refresh_token)
+    assert resp.status_code == 400, f"expected 400 {code}, got {resp.status_code}\n{resp.text[:2000]}"
+    try:
+        error = resp.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        pytest.fail(f"no Firebase error envelope: {resp.text[:2000]}")
+    message = error.get("message")
+    assert error.get("code") == 400, error
+    assert message == code or (isinstance(message, str) and message.startswith(code + " : ")), \
+        f"expected {code}: {error}"
+
+
+def after_second_of(moment: int) -> None:
+    """Wait (at most a second) until the clock is past Unix second `moment`: the SDK's
+    revoke_refresh_tokens sends whole seconds and check_revoked compares iat * 1000 with them."""
+    while int(time.time()) <= moment:
+        time.sleep(0.02)
+
+
+def test_create_user_with_every_field_then_update_get_and_delete(server, admin_app):
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    uid = f"sdk-{uuid.uuid4().hex[:12]}"
+    email, moved = unique_email("sdk-full"), unique_email("sdk-full-moved")
+
+    created = auth.create_user(uid=uid, email=email, password=PASSWORD, display_name="Grace",
+                               email_verified=True, disabled=True, app=app)
+    assert (created.uid, created.email, created.display_name) == (uid, email, "Grace")
+    assert created.email_verified is True and created.disabled is True
+    for fetched in (auth.get_user(uid, app=app), auth.get_user_by_email(email, app=app)):
+        assert (fetched.uid, fetched.email, fetched.display_name) == (uid, email, "Grace")
+        assert fetched.email_verified is True and fetched.disabled is True
+    assert_error(srv.sign_in(email, PASSWORD), "USER_DISABLED")
+    with pytest.raises(auth.UidAlreadyExistsError):
+        auth.create_user(uid=uid, email=unique_email("sdk-same-uid"), password=PASSWORD, app=app)
+
+    updated = auth.update_user(uid, disabled=False, display_name="Grace Hopper", password=NEW_PASSWORD, app=app)
+    assert updated.disabled is False and updated.display_name == "Grace Hopper"
+    signed_in = ok(srv.sign_in(email, NEW_PASSWORD))
+    assert signed_in["localId"] == uid
+    assert_error(srv.sign_in(email, PASSWORD), "INVALID_LOGIN_CREDENTIALS")
+
+    auth.update_user(uid, email=moved, app=app)
+    assert auth.get_user_by_email(moved, app=app).uid == uid
+    assert auth.get_user(uid, app=app).email == moved
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user_by_email(email, app=app)
+    ok(srv.sign_in(moved, NEW_PASSWORD))
+
+    auth.delete_user(uid, app=app)
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user(uid, app=app)
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user_by_email(moved, app=app)
+    with pytest.raises(auth.UserNotFoundError):
+        auth.delete_user(uid, app=app)
+    assert_error(srv.sign_in(moved, NEW_PASSWORD), "INVALID_LOGIN_CREDENTIALS")
+
+
+def test_generated_links_complete_over_http_and_sessions_follow(server, admin_app):
+    """Verification, sign-in and reset links from the SDK, completed over HTTP, with the
+    sessions they touch: verifying keeps them (and shows in the next token), signing in by
+    link makes one, the reset ends them all."""
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    email = unique_email("sdk-flow")
+    uid = auth.create_user(email=email, password=PASSWORD, app=app).uid
+    first = ok(srv.sign_in(email, PASSWORD))
+    assert auth.verify_id_token(first["idToken"], app=app)["email_verified"] is False
+
+    verify = auth.generate_email_verification_link(email, auth.ActionCodeSettings(url=FINISH), app=app)
+    ok(srv.post("accounts:update", {"oobCode": code_of(verify)}))
+    assert auth.get_user(uid, app=app).email_verified is True
+    after_verify = refresh_ok(srv, first["refreshToken"], uid)
+    claims = auth.verify_id_token(after_verify["id_token"], app=app)
+    assert claims["uid"] == uid and claims["email_verified"] is True
+
+    sign_in = auth.generate_sign_in_with_email_link(email, full_settings(), app=app)
+    by_link = ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": code_of(sign_in)}))
+    assert by_link["localId"] == uid
+    claims = auth.verify_id_token(by_link["idToken"], app=app)
+    assert claims["uid"] == uid and claims["email"] == email
+    assert claims["firebase"]["sign_in_provider"] == "password"
+    refresh_ok(srv, by_link["refreshToken"], uid)
+    refresh_ok(srv, first["refreshToken"], uid)
+
+    reset = auth.generate_password_reset_link(email, auth.ActionCodeSettings(url=FINISH), app=app)
+    ok(srv.post("accounts:resetPassword", {"oobCode": code_of(reset), "newPassword": NEW_PASSWORD}))
+    refresh_refused(srv, first["refreshToken"], "TOKEN_EXPIRED")
+    refresh_refused(srv, by_link["refreshToken"], "TOKEN_EXPIRED")
+    again = ok(srv.sign_in(email, NEW_PASSWORD))
+    refresh_ok(srv, again["refreshToken"], uid)
+
+
+def test_revoke_refresh_tokens_ends_refresh(server, admin_app):
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    email, other_email = unique_email("sdk-revoke"), unique_email("sdk-revoke-other")
+    uid = auth.create_user(email=email, password=PASSWORD, app=app).uid
+    other_uid = auth.create_user(email=other_email, password=PASSWORD, app=app).uid
+    session = ok(srv.sign_in(email, PASSWORD))
+    other = ok(srv.sign_in(other_email, PASSWORD))
+    refresh_ok(srv, session["refreshToken"], uid)
+
+    auth.revoke_refresh_tokens(uid, app=app)  # no sleep: a revoke in this second ends what came before
+    refresh_refused(srv, session["refreshToken"], "TOKEN_EXPIRED")
+    valid_after = auth.get_user(uid, app=app).tokens_valid_after_timestamp
+    assert abs(valid_after / 1000 - time.time()) < 5, valid_after
+
+    refresh_ok(srv, other["refreshToken"], other_uid)  # someone else's sessions are untouched
+    fresh = ok(srv.sign_in(email, PASSWORD))  # and a new sign-in works at once
+    refresh_ok(srv, fresh["refreshToken"], uid)
+
+
+def test_verify_id_token_and_check_revoked(server, admin_app):
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    email = unique_email("sdk-verify")
+    uid = auth.create_user(email=email, password=PASSWORD, display_name="Ver", app=app).uid
+    session = ok(srv.sign_in(email, PASSWORD))
+    token = session["idToken"]
+
+    claims = auth.verify_id_token(token, app=app)
+    assert claims["uid"] == uid and claims["sub"] == uid and claims["user_id"] == uid
+    assert claims["aud"] == PROJECT and claims["iss"] == f"https://securetoken.google.com/{PROJECT}"
+    assert claims["email"] == email and claims["email_verified"] is False
+    assert claims["firebase"]["sign_in_provider"] == "password"
+    assert claims["firebase"]["identities"]["email"] == [email]
+    assert claims["exp"] == claims["iat"] + 3600
+    assert auth.verify_id_token(token, check_revoked=True, app=app)["uid"] == uid
+    refreshed_token = refresh_ok(srv, session["refreshToken"], uid)["id_token"]
+    assert auth.verify_id_token(refreshed_token, check_revoked=True, app=app)["uid"] == uid
+
+    # check_revoked compares whole seconds (iat * 1000 < validSince * 1000): revoke in a later second.
+    after_second_of(max(claims["iat"], auth.verify_id_token(refreshed_token, app=app)["iat"]))
+    auth.revoke_refresh_tokens(uid, app=app)
+    for revoked in (token, refreshed_token):
+        with pytest.raises(auth.RevokedIdTokenError):
+            auth.verify_id_token(revoked, check_revoked=True, app=app)
+        assert auth.verify_id_token(revoked, app=app)["uid"] == uid, "without check_revoked it lives out its hour"
+    fresh = ok(srv.sign_in(email, PASSWORD))["idToken"]
+    assert auth.verify_id_token(fresh, check_revoked=True, app=app)["uid"] == uid
+
+    auth.update_user(uid, disabled=True, app=app)
+    with pytest.raises(auth.UserDisabledError):
+        auth.verify_id_token(fresh, check_revoked=True, app=app)
+
+
+def test_disabling_and_deleting_users_end_refresh(server, admin_app):
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    disabled_email, deleted_email = unique_email("sdk-disabled"), unique_email("sdk-deleted")
+    disabled_uid = auth.create_user(email=disabled_email, password=PASSWORD, app=app).uid
+    deleted_uid = auth.create_user(email=deleted_email, password=PASSWORD, app=app).uid
+    disabled = ok(srv.sign_in(disabled_email, PASSWORD))["refreshToken"]
+    deleted = ok(srv.sign_in(deleted_email, PASSWORD))["refreshToken"]
+    refresh_ok(srv, disabled, disabled_uid)
+    refresh_ok(srv, deleted, deleted_uid)
+
+    auth.update_user(disabled_uid, disabled=True, app=app)
+    refresh_refused(srv, disabled, "USER_DISABLED")
+    auth.delete_user(deleted_uid, app=app)
+    refresh_refused(srv, deleted, "USER_NOT_FOUND")
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user(deleted_uid, app=app)

@@ -16,6 +16,7 @@ public struct SignUpRequest: Sendable {
     public var email: String?
     public var password: String?
     public var displayName: String?
+    public var photoURL: String?
     /// Admin only.
     public var localId: String?
     /// Admin only.
@@ -24,9 +25,10 @@ public struct SignUpRequest: Sendable {
     public var disabled: Bool?
 
     public init(
-        email: String? = nil, password: String? = nil, displayName: String? = nil, localId: String? = nil, emailVerified: Bool? = nil,
-        disabled: Bool? = nil
+        email: String? = nil, password: String? = nil, displayName: String? = nil, photoURL: String? = nil, localId: String? = nil,
+        emailVerified: Bool? = nil, disabled: Bool? = nil
     ) {
+        self.photoURL = photoURL
         self.email = email
         self.password = password
         self.displayName = displayName
@@ -48,6 +50,8 @@ public struct AccountEdit: Sendable {
     public var password: String?
     public var displayName: String?
     public var deleteDisplayName = false
+    public var photoURL: String?
+    public var deletePhotoURL = false
     public var emailVerified: Bool?
     public var disabled: Bool?
     /// Unix seconds, as text: tokens issued before stop working (`revoke_refresh_tokens`).
@@ -62,4 +66,26 @@ public struct AuthURIResult: Sendable {
     public let registered: Bool?
     public let allProviders: [String]?
     public let signinMethods: [String]?
+}
+
+/// A signed-in user's changes to their own account (`accounts:update` with an ID token); nil leaves a field.
+public struct ProfileEdit: Sendable {
+    public var email: String?
+    public var password: String?
+    public var displayName: String?
+    public var photoURL: String?
+    /// `DISPLAY_NAME`, `PHOTO_URL`, `PASSWORD`.
+    public var deleteAttributes: Set<String> = []
+    /// Sign in again with the result even when nothing ended the session.
+    public var returnSecureToken = false
+    /// The language of the recovery email an email change sends.
+    public var locale: String?
+
+    public init() {}
+}
+
+/// What an own-account update did: the account, and a new session when the old one ended or one was asked for.
+public struct ProfileUpdate: Sendable {
+    public let account: Account
+    public let session: Session?
 }

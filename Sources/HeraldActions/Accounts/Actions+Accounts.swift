@@ -4,32 +4,19 @@ import HeraldStore
 
 /// Accounts and credentials, when Herald owns the accounts (`accounts.owner: herald`).
 extension Actions {
-    /// The account an ID token belongs to, if the token is genuine, current and not revoked.
-    ///
-    /// - Throws: `MISSING_ID_TOKEN`, `INVALID_ID_TOKEN`, `TOKEN_EXPIRED` (also when issued before the
-    ///   account's validSince), `USER_NOT_FOUND`, `USER_DISABLED`; `OPERATION_NOT_ALLOWED` when the app owns accounts.
-    public func account(forIDToken token: String?) throws -> Account {
-        try requireAccountOwnership("an ID token")
-        guard let token, !token.isEmpty else { throw HeraldError(.missingIDToken, "") }
-        let claims = try signer.verify(token)
-        guard let account = try store.account(uid: claims.uid) else { throw HeraldError(.userNotFound, "") }
-        guard claims.issuedAtMilliseconds >= account.validSince else { throw HeraldError(.tokenExpired, "") }
-        guard !account.disabled else { throw HeraldError(.userDisabled, "") }
-        return account
-    }
-
-    /// A fresh ID token and refresh token for `account`.
-    public func session(for account: Account, provider: String = "password") -> Session {
-        Session(
-            idToken: signer.issue(uid: account.uid, email: account.email, emailVerified: account.emailVerified, provider: provider),
-            refreshToken: ActionCode.generate().plaintext, expiresIn: "3600", localId: account.uid, email: account.email ?? "")
-    }
-
     /// Creates an account: an app signs itself up (email and password required, then signed in);
     /// an administrator may set the uid, verification and disabled flags.
     ///
-    /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INSUFFICIENT_PERMISSION`, `WEAK_PASSWORD`, `EMAIL_EXISTS`, `INVALID_EMAIL`.
-    public func signUp(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) throws -> SignUpResult {
+    /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INSUFFICIENT_PERMISSION`, `WEAK_PASSWORD`, `EMAIL_EXISTS`,
+    ///   `INVALID_EMAIL`, `DUPLICATE_LOCAL_ID`.
+    public func signUp(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) async throws -> SignUpResult {
+        let account = try await offload { try self.createAccount(request, as: caller, now: now) }
+        guard caller == .app else { return SignUpResult(account: account, session: nil) }
+        return SignUpResult(account: account, session: try await session(for: account, now: now))
+    }
+
+    /// Creates the account of a sign-up (see `signUp`), without a session.
+    public func createAccount(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) throws -> Account {
         try requireAccountOwnership("signUp")
         let admin = caller == .admin
         let email = try request.email.map { try EmailAddress($0).value }
@@ -39,20 +26,28 @@ extension Actions {
         if request.localId != nil && !admin { throw HeraldError(.insufficientPermission, "localId is for admin calls") }
         if let password = request.password { try PasswordHasher.checkStrength(password) }
         if let email, try store.account(email: email) != nil { throw HeraldError(.emailExists, "") }  // before the slow hash
+        if let uid = request.localId, try store.account(uid: uid) != nil { throw HeraldError(.duplicateLocalID, "") }
         let account = Account(
             uid: request.localId ?? Account.newUID(), email: email, emailVerified: admin ? request.emailVerified ?? false : false,
             passwordHash: try request.password.map(PasswordHasher.hash), displayName: try request.displayName.map(DisplayName.validate),
             disabled: admin ? request.disabled ?? false : false, validSince: now.milliseconds - 1000, createdAt: now,
-            lastLoginAt: admin ? nil : now, providers: email != nil && request.password != nil ? ["password"] : [])
+            lastLoginAt: admin ? nil : now, providers: email != nil && request.password != nil ? ["password"] : [],
+            photoURL: request.photoURL)
         try store.createAccount(account)
-        return SignUpResult(account: account, session: admin ? nil : session(for: account))
+        return account
     }
 
     /// Signs in with email and password; an unknown address takes as long as a wrong password.
     ///
     /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INVALID_LOGIN_CREDENTIALS` (with enumeration
     ///   protection) or `EMAIL_NOT_FOUND` / `INVALID_PASSWORD`, `USER_DISABLED`.
-    public func signInWithPassword(email: String?, password: String?, now: Date = Date()) throws -> Session {
+    public func signInWithPassword(email: String?, password: String?, now: Date = Date()) async throws -> Session {
+        let account = try await offload { try self.checkPassword(email: email, password: password, now: now) }
+        return try await session(for: account, now: now)
+    }
+
+    /// The account whose email and password these are (see `signInWithPassword`), with its login recorded.
+    func checkPassword(email: String?, password: String?, now: Date) throws -> Account {
         try requireAccountOwnership("signInWithPassword")
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         guard let password, !password.isEmpty else { throw HeraldError(.missingPassword, "") }
@@ -68,15 +63,16 @@ extension Actions {
         guard !account.disabled else { throw HeraldError(.userDisabled, "") }
         account.lastLoginAt = now
         try store.recordLogin(uid: account.uid, at: now)  // only this column: never a stale row
-        return session(for: account)
+        return account
     }
 
-    /// The accounts with these uids and emails (admin lookup); unknown ones are left out.
+    /// The accounts with these uids and emails (admin lookup), each once; unknown ones are left out.
     public func accounts(uids: [String], emails: [String]) throws -> [Account] {
         try requireAccountOwnership("lookup")
         var found: [Account] = []
-        for uid in uids { if let account = try store.account(uid: uid) { found.append(account) } }
-        for email in emails { if let account = try store.account(email: email) { found.append(account) } }
+        var seen: Set<String> = []
+        let matches = try uids.map { try store.account(uid: $0) } + emails.map { try store.account(email: $0.lowercased()) }
+        for case let account? in matches where seen.insert(account.uid).inserted { found.append(account) }
         return found
     }
 
@@ -93,7 +89,9 @@ extension Actions {
             guard let value = Int64(seconds), value >= 0, value < 253_402_300_800 else {
                 throw HeraldError(.invalidArgument, "validSince must be Unix seconds")
             }
-            return value * 1000
+            // Revoking "now" (firebase-admin's revoke_refresh_tokens) revokes everything issued up to this
+            // moment, not only what the current second's start precedes.
+            return value == Int64(now.timeIntervalSince1970) ? now.milliseconds : value * 1000
         }
         return try store.updateAccount(uid: uid) { account in
             if let email {
@@ -107,7 +105,12 @@ extension Actions {
             }
             if let displayName { account.displayName = displayName }
             if let verified = edit.emailVerified { account.emailVerified = verified }
-            if let disabled = edit.disabled { account.disabled = disabled }
+            if let disabled = edit.disabled {
+                if disabled && !account.disabled { account.validSince = now.milliseconds }  // its sessions end for good
+                account.disabled = disabled
+            }
+            if let photoURL = edit.photoURL { account.photoURL = photoURL }
+            if edit.deletePhotoURL { account.photoURL = nil }
             if edit.deleteDisplayName { account.displayName = nil }
             if let validSince { account.validSince = validSince }
         }
@@ -122,14 +125,14 @@ extension Actions {
     /// The sign-in methods of an address, or nothing under enumeration protection.
     ///
     /// - Throws: `MISSING_IDENTIFIER`, `INVALID_IDENTIFIER`, `MISSING_CONTINUE_URI`, `INVALID_CONTINUE_URI`.
-    public func signInMethods(identifier: String?, continueURI: String?) throws -> AuthURIResult {
+    public func signInMethods(identifier: String?, continueURI: String?, sessionId given: String? = nil) throws -> AuthURIResult {
         guard let identifier, !identifier.isEmpty else { throw HeraldError(.missingIdentifier, "") }
         guard let address = try? EmailAddress(identifier) else { throw HeraldError(.invalidIdentifier, "") }
         guard let continueURI, !continueURI.isEmpty else { throw HeraldError(.missingContinueURI, "") }
         guard let url = URLComponents(string: continueURI), url.scheme != nil, url.host?.isEmpty == false else {
             throw HeraldError(.invalidContinueURI, "")
         }
-        let sessionId = ActionCode.generate().plaintext
+        let sessionId = given.flatMap { $0.isEmpty ? nil : $0 } ?? ActionCode.generate().plaintext
         guard !configuration.server.enumerationProtection, ownsAccounts else {
             return AuthURIResult(sessionId: sessionId, registered: nil, allProviders: nil, signinMethods: nil)
         }

@@ -58,7 +58,7 @@ extension Actions {
     /// - Throws: `ARGUMENT_ERROR` for a bad request or an unreadable file (before anything is written),
     ///   the settings' validation errors, `OPERATION_NOT_ALLOWED` for account sources when the app owns accounts.
     public func createCampaign(_ request: CampaignRequest) throws -> CampaignImport {
-        guard request.kind != .verifyAndChangeEmail else {
+        guard request.kind != .verifyAndChangeEmail, request.kind.isRequestable else {
             throw HeraldError(.argumentError, "campaigns send verify-email, reset-password or sign-in")
         }
         let settings = ActionCodeSettings(url: request.continueURL, handleCodeInApp: request.kind == .signIn)

@@ -60,13 +60,15 @@ extension Actions {
         try store.recordLinkEvent(codeID: try store.code(code)?.id, kind: .rejected, visitor: visitor, detail: reason, now: now)
     }
 
-    /// Applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code: the address is verified (and changed).
+    /// Applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (the address is verified, and changed), or a
+    /// RECOVER_EMAIL code (the address an email change replaced comes back, and every session ends).
     ///
     /// - Throws: `MISSING_OOB_CODE`, `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`, `EMAIL_EXISTS`.
     public func applyVerification(code: String?, visitor: Visitor, now: Date = Date()) throws -> (account: Account, code: CodeInfo) {
         try requireAccountOwnership("applying a verification code")
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let (account, record) = try store.redeemVerification(code, visitor: visitor, now: now)
+        forgetEmulatorCode(code)
         return (account, CodeInfo(record))
     }
 
@@ -84,7 +86,9 @@ extension Actions {
             throw problem
         }
         let hash = try PasswordHasher.hash(newPassword)
-        return try store.redeemPasswordReset(code, passwordHash: hash, visitor: visitor, now: now)
+        let account = try store.redeemPasswordReset(code, passwordHash: hash, visitor: visitor, now: now)
+        forgetEmulatorCode(code)
+        return account
     }
 
     /// Consumes an EMAIL_SIGNIN code for `email` and signs in, creating the account if new, or links
@@ -94,14 +98,17 @@ extension Actions {
     ///   `EMAIL_EXISTS`, `USER_DISABLED`, and the ID token's errors.
     public func signInWithEmailLink(
         email: String?, code: String?, idToken: String?, visitor: Visitor, now: Date = Date()
-    ) throws -> (session: Session, isNewUser: Bool) {
+    ) async throws -> (session: Session, isNewUser: Bool) {
         try requireAccountOwnership("signInWithEmailLink")
+        let linkTo = try await idToken.asyncMap { try await account(forIDToken: $0) }
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
-        let linkTo = try idToken.map { try account(forIDToken: $0) }
-        let redemption = try store.redeemEmailLinkSignIn(
-            code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: visitor, now: now)
-        return (session(for: redemption.account), redemption.isNewUser)
+        let store = store
+        let redemption = try await offload {
+            try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: visitor, now: now)
+        }
+        forgetEmulatorCode(code)
+        return (try await session(for: redemption.account), redemption.isNewUser)
     }
 
     /// Consumes a code for the app that owns the accounts (`accounts.owner: app`) and records the
@@ -117,9 +124,19 @@ extension Actions {
                     + "accounts:signInWithEmailLink, which apply the effect")
         }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
-        return CodeInfo(try store.consume(code, expecting: Set(ActionKind.allCases), visitor: visitor, now: now))
+        let info = CodeInfo(try store.consume(code, expecting: Set(ActionKind.allCases), visitor: visitor, now: now))
+        forgetEmulatorCode(code)
+        return info
     }
 
     /// An HMAC of the code under the server key: binds an action page's form to its code (CSRF).
-    public func formToken(for code: String) -> String { signer.sign("csrf:" + code) }
+    public func formToken(for code: String) -> String { forms.sign("csrf:" + code) }
+}
+
+extension Optional {
+    /// `map` with an asynchronous transform.
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
 }

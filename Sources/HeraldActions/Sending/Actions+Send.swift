@@ -11,6 +11,9 @@ extension Actions {
     /// `USER_NOT_FOUND`, `EMAIL_EXISTS`); app callers under enumeration protection get a silent success.
     /// - Throws: `HeraldError` with Firebase's codes.
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) throws -> SendResult {
+        guard request.kind.isRequestable else {
+            throw HeraldError(.invalidRequestType, "\(request.kind.requestType) is sent by Herald after an email change")
+        }
         if request.returnLink && caller != .admin { throw HeraldError(.insufficientPermission, "returnOobLink is for admin calls") }
         let target = try resolve(request, as: caller)
         let action = try ActionRequest(
@@ -23,19 +26,44 @@ extension Actions {
             return SendResult(email: email, delivery: .silent)
         }
         if request.returnLink || configuration.server.emulatorMode {
-            let lifetime = configuration.links.lifetime[action.kind] ?? 3600
-            let code = try store.mintCode(
-                action.kind, email: email, newEmail: action.newEmail?.value, continueURL: action.settings.url, lifetime: lifetime, now: now)
-            let link = links.link(for: action.kind, code: code.plaintext, settings: action.settings, lang: action.locale.value)
-            if configuration.server.emulatorMode {
-                let entry = EmulatorCode(
-                    email: email, newEmail: action.newEmail?.value, oobCode: code.plaintext, oobLink: link, requestType: action.kind.requestType)
-                emulatorCodes.withLock { $0.append(entry) }
-            }
-            return SendResult(email: email, delivery: request.returnLink ? .link(code: code.plaintext, link: link) : .emulated)
+            let (code, link) = try mintListedCode(action, now: now)
+            return SendResult(email: email, delivery: request.returnLink ? .link(code: code, link: link) : .emulated)
         }
         let id = try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, now: now)
         return SendResult(email: email, delivery: .queued(outboxID: id))
+    }
+
+    /// `send(_:as:)` for a request that may name its account by an ID token (an app's VERIFY_EMAIL and
+    /// VERIFY_AND_CHANGE_EMAIL): the token is verified first, then the same rules run off the cooperative pool.
+    public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) async throws -> SendResult {
+        var request = request
+        if let token = request.idToken, ownsAccounts, request.kind == .verifyEmail || request.kind == .verifyAndChangeEmail {
+            request.signedIn = try await account(forIDToken: token)
+        }
+        let resolved = request
+        return try await offload { try self.send(resolved, as: caller, now: now) }
+    }
+
+    /// Mints a code for `action` and builds its link, without mail: admin `returnOobLink`, and every code in
+    /// emulator mode (where it is also listed, in memory only).
+    func mintListedCode(_ action: ActionRequest, now: Date) throws -> (code: String, link: String) {
+        let lifetime = configuration.links.lifetime[action.kind] ?? 3600
+        let email = action.email.value
+        let code = try store.mintCode(
+            action.kind, email: email, newEmail: action.newEmail?.value, continueURL: action.settings.url, lifetime: lifetime, now: now)
+        let link = links.link(for: action.kind, code: code.plaintext, settings: action.settings, lang: action.locale.value)
+        if configuration.server.emulatorMode {
+            let entry = EmulatorCode(
+                email: email, newEmail: action.newEmail?.value, oobCode: code.plaintext, oobLink: link, requestType: action.kind.requestType)
+            emulatorCodes.withLock { $0.append(entry) }
+        }
+        return (code.plaintext, link)
+    }
+
+    /// Emulator mode: a used code leaves the listing, as the emulator's does.
+    func forgetEmulatorCode(_ code: String) {
+        guard configuration.server.emulatorMode else { return }
+        emulatorCodes.withLock { codes in codes.removeAll { $0.oobCode == code } }
     }
 
     /// Sends one action to every address of a list, all or nothing: each address passes the same
@@ -94,10 +122,15 @@ extension Actions {
             let email = try requiredEmail(request.email)
             let standing = try store.standings(emails: [email])[email]
             return Target(email: email, displayName: standing?.displayName, refusal: Self.accountRefusal(.resetPassword, standing))
+        case .recoverEmail:
+            throw HeraldError(.invalidRequestType, "")
         case .verifyEmail, .verifyAndChangeEmail:
             let account: Account
-            if let token = request.idToken {
-                account = try self.account(forIDToken: token)
+            if let signedIn = request.signedIn {
+                account = signedIn
+            } else if request.idToken != nil {
+                // Only the asynchronous `send` verifies ID tokens.
+                throw HeraldError(.invalidIDToken, "")
             } else if caller == .admin {
                 let address = try requiredEmail(request.email)
                 guard let found = try store.account(email: address) else { throw HeraldError(.userNotFound, "") }
@@ -128,6 +161,8 @@ extension Actions {
             return standing.disabled ? HeraldError(.userDisabled, "") : nil
         case .verifyEmail, .verifyAndChangeEmail:
             return standing == nil ? HeraldError(.userNotFound, "") : nil
+        case .recoverEmail:
+            return HeraldError(.invalidRequestType, "")
         }
     }
 

@@ -15,6 +15,8 @@ public struct SendRequest: Sendable {
     public var displayName: String?
     /// Admin only: mint the code and return the link instead of queueing an email.
     public var returnLink: Bool
+    /// The account `idToken` named, once verified (the asynchronous `send` sets it).
+    var signedIn: Account?
 
     public init(
         kind: ActionKind, email: String? = nil, newEmail: String? = nil, idToken: String? = nil,

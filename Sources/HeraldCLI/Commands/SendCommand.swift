@@ -50,7 +50,7 @@ struct SendCommand: AsyncParsableCommand {
             switch (email, recipients) {
             case (let email?, nil):
                 request.email = email
-                let result = try actions.send(request, as: .admin)
+                let result = try await actions.send(request, as: .admin)
                 guard case .queued(let id) = result.delivery else { throw HeraldError(.argumentError, "nothing was queued") }
                 print(id)
             case (nil, let path?):

@@ -85,6 +85,7 @@ struct ConfigurationParser {
         c.smtp.connections = try await number("smtp.connections", c.smtp.connections, in: 1...64)
 
         c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
+        c.tokens.keyFile = try await text("tokens.keyFile", c.tokens.keyFile) { _ in nil }
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }
 
         c.worker.batchSize = try await number("worker.batchSize", c.worker.batchSize, in: 1...10_000)

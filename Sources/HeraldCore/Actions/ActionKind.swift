@@ -4,6 +4,8 @@ public enum ActionKind: String, CaseIterable, Sendable, Codable {
     case verifyEmail = "verify-email"
     case resetPassword = "reset-password"
     case verifyAndChangeEmail = "verify-and-change-email"
+    /// Sent by Herald itself to the old address after an email change: the link changes it back.
+    case recoverEmail = "recover-email"
 
     /// The link's `mode` parameter (`signIn`, `verifyEmail`, …).
     public var mode: String {
@@ -12,6 +14,7 @@ public enum ActionKind: String, CaseIterable, Sendable, Codable {
         case .verifyEmail: "verifyEmail"
         case .resetPassword: "resetPassword"
         case .verifyAndChangeEmail: "verifyAndChangeEmail"
+        case .recoverEmail: "recoverEmail"
         }
     }
 
@@ -22,12 +25,26 @@ public enum ActionKind: String, CaseIterable, Sendable, Codable {
         case .verifyEmail: "VERIFY_EMAIL"
         case .resetPassword: "PASSWORD_RESET"
         case .verifyAndChangeEmail: "VERIFY_AND_CHANGE_EMAIL"
+        case .recoverEmail: "RECOVER_EMAIL"
         }
     }
 
     public init?(mode: String) {
         guard let kind = Self.allCases.first(where: { $0.mode == mode }) else { return nil }
         self = kind
+    }
+
+    /// Whether a request may ask for it (`accounts:sendOobCode`, `herald send`, campaigns); RECOVER_EMAIL
+    /// only follows an email change.
+    public var isRequestable: Bool { self != .recoverEmail }
+
+    /// protobuf-JSON's number for each `requestType` (`OobReqType`), which clients may send instead of the name.
+    public static func requestType(number: Int) -> String? {
+        let names = [
+            0: "OOB_REQ_TYPE_UNSPECIFIED", 1: "PASSWORD_RESET", 2: "OLD_EMAIL_AGREE", 3: "NEW_EMAIL_ACCEPT", 4: "VERIFY_EMAIL",
+            5: "RECOVER_EMAIL", 6: "EMAIL_SIGNIN", 7: "VERIFY_AND_CHANGE_EMAIL", 8: "REVERT_SECOND_FACTOR_ADDITION",
+        ]
+        return names[number]
     }
 
     public init?(requestType: String) {

@@ -22,9 +22,9 @@ public struct ActionRequest: Sendable, Hashable {
         self.kind = kind
         self.email = try EmailAddress(email)
         switch (kind, newEmail) {
-        case (.verifyAndChangeEmail, nil):
-            throw HeraldError(.missingNewEmail, "verify-and-change-email needs the new email address")
-        case (.verifyAndChangeEmail, let newEmail?):
+        case (.verifyAndChangeEmail, nil), (.recoverEmail, nil):
+            throw HeraldError(.missingNewEmail, "\(kind.rawValue) needs the new email address")
+        case (.verifyAndChangeEmail, let newEmail?), (.recoverEmail, let newEmail?):
             self.newEmail = try EmailAddress(newEmail, code: .invalidNewEmail)
         case (_, nil):
             self.newEmail = nil
@@ -37,6 +37,7 @@ public struct ActionRequest: Sendable, Hashable {
         self.displayName = try displayName.map(DisplayName.validate)
     }
 
-    /// The address the email goes to: the new address for verify-and-change-email.
-    public var recipient: EmailAddress { newEmail ?? email }
+    /// The address the email goes to: the new address for verify-and-change-email. A recover-email
+    /// goes to the old address (`email`); `newEmail` is the one it replaced.
+    public var recipient: EmailAddress { kind == .verifyAndChangeEmail ? newEmail ?? email : email }
 }

@@ -13,6 +13,7 @@ public struct HeraldConfiguration: Sendable {
     public var policy = Policy()
     public var campaigns = Campaigns()
     public var accounts = Accounts()
+    public var tokens = Tokens()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -35,6 +36,7 @@ public struct HeraldConfiguration: Sendable {
         /// Code lifetime per action, counted from the moment the email is sent.
         public var lifetime: [ActionKind: TimeInterval] = [
             .signIn: 6 * 3600, .verifyEmail: 72 * 3600, .resetPassword: 3600, .verifyAndChangeEmail: 72 * 3600,
+            .recoverEmail: 72 * 3600,
         ]
         public init() {}
     }
@@ -80,7 +82,7 @@ public struct HeraldConfiguration: Sendable {
         /// Reveal nothing about which emails have accounts (Firebase's default since 2023).
         public var enumerationProtection = true
         public var maxBodyBytes = 65536
-        /// HMAC key for ID tokens and page forms; empty means a random key per process.
+        /// HMAC key for the action pages' forms; empty means a random key per process.
         public var tokenSecret = ""
         /// After the embedded worker fails, `/health` answers 503 this long before the server drains and exits.
         public var failureGrace: TimeInterval = 5
@@ -102,6 +104,14 @@ public struct HeraldConfiguration: Sendable {
         public var unsubscribeMailto = ""
         /// `List-Unsubscribe` https base URL on campaign mail (gets `?campaign=…&email=…`); empty for none.
         public var unsubscribeURL = ""
+        public init() {}
+    }
+
+    /// ID tokens and refresh tokens.
+    public struct Tokens: Sendable {
+        /// The RSA keys that sign ID tokens (created on first use, mode 0600); empty means
+        /// `signing-keys.json` beside the database.
+        public var keyFile = ""
         public init() {}
     }
 
@@ -131,5 +141,14 @@ public struct HeraldConfiguration: Sendable {
         /// Global cap on messages per second across all mail and connections; 0 means none.
         public var maxRate: Double = 0
         public init() {}
+    }
+}
+
+extension HeraldConfiguration {
+    /// `tokens.keyFile`, or `signing-keys.json` in the database's directory.
+    public var signingKeyPath: String {
+        guard tokens.keyFile.isEmpty else { return tokens.keyFile }
+        let directory = (database.path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "signing-keys.json" : directory + "/signing-keys.json"
     }
 }

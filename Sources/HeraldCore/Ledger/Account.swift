@@ -14,11 +14,14 @@ public struct Account: Sendable, Hashable {
     public var createdAt: Date
     public var lastLoginAt: Date?
     public var providers: [String]
+    public var photoURL: String?
+    /// The address the account had before its first email change: where a RECOVER_EMAIL code leads back to.
+    public var initialEmail: String?
 
     public init(
         uid: String, email: String?, emailVerified: Bool = false, passwordHash: String? = nil, displayName: String? = nil,
         disabled: Bool = false, emailLinkSignin: Bool = false, validSince: Int64, createdAt: Date, lastLoginAt: Date? = nil,
-        providers: [String] = []
+        providers: [String] = [], photoURL: String? = nil, initialEmail: String? = nil
     ) {
         self.uid = uid
         self.email = email
@@ -31,6 +34,8 @@ public struct Account: Sendable, Hashable {
         self.createdAt = createdAt
         self.lastLoginAt = lastLoginAt
         self.providers = providers
+        self.photoURL = photoURL
+        self.initialEmail = initialEmail
     }
 
     /// A new Firebase-style uid: 28 characters from the CSPRNG.
@@ -85,5 +90,25 @@ extension Account {
         emailLinkSignin = true
         lastLoginAt = now
         addProvider("password")
+    }
+
+    /// RECOVER_EMAIL puts back the address an email change replaced, proves it (the link came to it),
+    /// and ends every session, the changer's included.
+    ///
+    /// - Throws: `USER_DISABLED`.
+    public mutating func applyRecovery(_ code: CodeRecord, now: Date) throws {
+        guard !disabled else { throw HeraldError(.userDisabled, "") }
+        email = code.email
+        emailVerified = true
+        validSince = now.milliseconds
+    }
+
+    /// An email change by the account's owner: the new address is unproven, earlier sessions end, and the
+    /// first address is remembered for recovery.
+    public mutating func changeEmail(to newEmail: String, now: Date) {
+        if initialEmail == nil { initialEmail = email }
+        email = newEmail
+        emailVerified = false
+        validSince = now.milliseconds
     }
 }

@@ -55,10 +55,21 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidPassword = "INVALID_PASSWORD"
             case operationNotAllowed = "OPERATION_NOT_ALLOWED"
             case projectNotFound = "PROJECT_NOT_FOUND"
+            case missingGrantType = "MISSING_GRANT_TYPE"
+            case invalidGrantType = "INVALID_GRANT_TYPE"
+            case missingRefreshToken = "MISSING_REFRESH_TOKEN"
+            case invalidRefreshToken = "INVALID_REFRESH_TOKEN"
+            case missingLocalID = "MISSING_LOCAL_ID"
         }
 
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
+
+        /// The code with this wire form, for codes read back from storage.
+        public init?(rawValue: String) {
+            guard let backing = Backing(rawValue: rawValue) else { return nil }
+            self.backing = backing
+        }
 
         /// The wire form, e.g. `INVALID_OOB_CODE`.
         public var rawValue: String { backing.rawValue }
@@ -106,6 +117,11 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidPassword = Code(.invalidPassword)
         public static let operationNotAllowed = Code(.operationNotAllowed)
         public static let projectNotFound = Code(.projectNotFound)
+        public static let missingGrantType = Code(.missingGrantType)
+        public static let invalidGrantType = Code(.invalidGrantType)
+        public static let missingRefreshToken = Code(.missingRefreshToken)
+        public static let invalidRefreshToken = Code(.invalidRefreshToken)
+        public static let missingLocalID = Code(.missingLocalID)
     }
 
     public let code: Code

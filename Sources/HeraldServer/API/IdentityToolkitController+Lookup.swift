@@ -7,10 +7,11 @@ extension IdentityToolkitController {
     @Sendable func lookup(_ request: Request, context: HeraldRequestContext) async throws -> LookupReply {
         let body = try await request.decode(as: LookupBody.self, context: context)
         let actions = actions
-        if body.idToken == nil { try context.requireAdmin() }
+        if context.caller == .app {
+            return LookupReply(users: [UserInfo(try await actions.account(forIDToken: body.idToken))])
+        }
         let accounts = try await offload {
-            if let token = body.idToken { return [try actions.account(forIDToken: token)] }
-            return try actions.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
+            try actions.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
         }
         return LookupReply(users: accounts.isEmpty ? nil : accounts.map(UserInfo.init))
     }
@@ -20,7 +21,7 @@ extension IdentityToolkitController {
         let body = try await request.decode(as: CreateAuthURIBody.self, context: context)
         let actions = actions
         let result = try await offload {
-            try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri)
+            try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri, sessionId: body.sessionId)
         }
         return AuthURIReply(
             sessionId: result.sessionId, registered: result.registered, allProviders: result.allProviders,
@@ -51,11 +52,12 @@ struct LookupReply: ResponseEncodable {
 struct CreateAuthURIBody: StrictDecodable {
     let identifier: String?
     let continueUri: String?
+    let sessionId: String?
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case identifier, continueUri }
+    enum CodingKeys: String, CodingKey, CaseIterable { case identifier, continueUri, sessionId }
 
     static let ignoredFields: Set<String> = [
-        "providerId", "sessionId", "tenantId", "authFlowType", "customParameter", "oauthScope", "context", "otaApp", "appId",
+        "providerId", "tenantId", "authFlowType", "customParameter", "oauthScope", "context", "otaApp", "appId",
         "openidRealm", "hostedDomain",
     ]
 }

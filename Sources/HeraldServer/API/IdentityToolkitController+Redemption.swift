@@ -24,9 +24,8 @@ extension IdentityToolkitController {
     @Sendable func signInWithEmailLink(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignInWithEmailLinkBody.self, context: context)
         let (actions, visitor) = (actions, context.visitor(of: request))
-        let (session, isNewUser) = try await offload {
-            try actions.signInWithEmailLink(email: body.email, code: body.oobCode, idToken: body.idToken, visitor: visitor)
-        }
+        let (session, isNewUser) = try await actions.signInWithEmailLink(
+            email: body.email, code: body.oobCode, idToken: body.idToken, visitor: visitor)
         return SessionReply(kind: "identitytoolkit#EmailLinkSigninResponse", session, isNewUser: isNewUser)
     }
 }

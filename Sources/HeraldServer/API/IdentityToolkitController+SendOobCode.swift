@@ -10,7 +10,7 @@ extension IdentityToolkitController {
         let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
         let send = try body.sendRequest(locale: locale?.value)
         let (actions, caller) = (actions, context.caller)
-        let result = try await offload { try actions.send(send, as: caller) }
+        let result = try await actions.send(send, as: caller)
         guard case .link(let code, let link) = result.delivery else { return OobCodeReply(email: result.email) }
         return OobCodeReply(email: result.email, oobCode: code, oobLink: link)
     }
@@ -18,7 +18,7 @@ extension IdentityToolkitController {
 
 /// `accounts:sendOobCode`'s body; the Admin SDKs' and the JS SDK's spellings of the app fields both work.
 struct SendOobCodeBody: StrictDecodable {
-    let requestType: String?
+    let requestType: EnumText?
     let email: String?
     let newEmail: String?
     let idToken: String?
@@ -48,8 +48,11 @@ struct SendOobCodeBody: StrictDecodable {
 
     /// - Throws: `MISSING_REQ_TYPE`, `INVALID_REQ_TYPE`.
     func sendRequest(locale: String?) throws -> SendRequest {
-        guard let requestType, !requestType.isEmpty else { throw HeraldError(.missingRequestType, "") }
-        guard let kind = ActionKind(requestType: requestType) else { throw HeraldError(.invalidRequestType, "") }
+        let requestType = self.requestType?.name(ActionKind.requestType(number:))
+        guard let requestType, !requestType.isEmpty, requestType != "OOB_REQ_TYPE_UNSPECIFIED" else {
+            throw HeraldError(.missingRequestType, "")
+        }
+        guard let kind = ActionKind(requestType: requestType), kind.isRequestable else { throw HeraldError(.invalidRequestType, "") }
         let settings = ActionCodeSettings(
             url: continueUrl, handleCodeInApp: canHandleCodeInApp ?? false, iOSBundleId: iOSBundleId ?? iosBundleId,
             iOSAppStoreId: iOSAppStoreId ?? iosAppStoreId, androidPackageName: androidPackageName,

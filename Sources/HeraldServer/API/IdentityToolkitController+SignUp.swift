@@ -7,25 +7,31 @@ extension IdentityToolkitController {
     @Sendable func signUp(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignUpBody.self, context: context)
         let (actions, signUp) = (actions, body.request)
-        let result = try await offload { try actions.signUp(signUp, as: .app) }
+        let result = try await actions.signUp(signUp, as: .app)
         guard let session = result.session else { throw FirebaseError.internalError }  // an app sign-up always signs in
-        return SessionReply(kind: SignUpBody.kind, session)
+        return SessionReply(kind: SignUpBody.kind, session, displayName: result.account.displayName)
     }
 
-    /// `projects/{p}/accounts`: an administrator creates an account.
+    /// `projects/{p}/accounts`, or `accounts:signUp` with admin credentials: an administrator creates an account.
     @Sendable func create(_ request: Request, context: HeraldRequestContext) async throws -> CreatedAccountReply {
         try context.requireAdmin()
         let body = try await request.decode(as: SignUpBody.self, context: context)
         let (actions, signUp) = (actions, body.request)
-        let result = try await offload { try actions.signUp(signUp, as: .admin) }
-        return CreatedAccountReply(localId: result.account.uid, email: result.account.email ?? "")
+        let account = try await offload { try actions.createAccount(signUp, as: .admin) }
+        return CreatedAccountReply(localId: account.uid, email: account.email, displayName: account.displayName)
+    }
+
+    /// `accounts:signUp`: an app's sign-up, or an administrator's create (the Admin SDKs' `create_user`).
+    @Sendable func signUpOrCreate(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        if context.caller == .admin { return try await create(request, context: context).response(from: request, context: context) }
+        return try await signUp(request, context: context).response(from: request, context: context)
     }
 
     /// `accounts:signInWithPassword`.
     @Sendable func signInWithPassword(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignInWithPasswordBody.self, context: context)
         let actions = actions
-        let session = try await offload { try actions.signInWithPassword(email: body.email, password: body.password) }
+        let session = try await actions.signInWithPassword(email: body.email, password: body.password)
         return SessionReply(kind: "identitytoolkit#VerifyPasswordResponse", session, registered: true)
     }
 
@@ -33,13 +39,12 @@ extension IdentityToolkitController {
     @Sendable func delete(_ request: Request, context: HeraldRequestContext) async throws -> DeletedAccountReply {
         let body = try await request.decode(as: DeleteAccountBody.self, context: context)
         let actions = actions
-        if body.idToken == nil { try context.requireAdmin() }
-        try await offload {
-            guard let uid = try body.idToken.map({ try actions.account(forIDToken: $0).uid }) ?? body.localId else {
-                throw HeraldError(.userNotFound, "")
-            }
-            try actions.deleteAccount(uid: uid)
+        guard context.caller == .admin else {
+            try await actions.deleteOwnAccount(idToken: body.idToken)
+            return DeletedAccountReply()
         }
+        guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
+        try await offload { try actions.deleteAccount(uid: uid) }
         return DeletedAccountReply()
     }
 }
@@ -51,21 +56,22 @@ struct SignUpBody: StrictDecodable {
     let email: String?
     let password: String?
     let displayName: String?
+    let photoUrl: String?
     let localId: String?
     let emailVerified: Bool?
     let disabled: Bool?
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case email, password, displayName, localId, emailVerified, disabled }
+    enum CodingKeys: String, CodingKey, CaseIterable { case email, password, displayName, photoUrl, localId, emailVerified, disabled }
 
     static let ignoredFields: Set<String> = [
-        "photoUrl", "phoneNumber", "returnSecureToken", "tenantId", "targetProjectId", "captchaResponse", "clientType",
+        "phoneNumber", "returnSecureToken", "tenantId", "targetProjectId", "captchaResponse", "clientType",
         "recaptchaVersion",
     ]
 
     var request: SignUpRequest {
         SignUpRequest(
-            email: email, password: password, displayName: displayName, localId: localId, emailVerified: emailVerified,
-            disabled: disabled)
+            email: email, password: password, displayName: displayName, photoURL: photoUrl, localId: localId,
+            emailVerified: emailVerified, disabled: disabled)
     }
 }
 
@@ -73,7 +79,8 @@ struct SignUpBody: StrictDecodable {
 struct CreatedAccountReply: ResponseEncodable {
     let kind = SignUpBody.kind
     let localId: String
-    let email: String
+    let email: String?
+    let displayName: String?
 }
 
 /// `accounts:signInWithPassword`'s body.

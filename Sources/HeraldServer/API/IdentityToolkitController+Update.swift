@@ -3,83 +3,127 @@ import HeraldCore
 import Hummingbird
 
 extension IdentityToolkitController {
-    /// `accounts:update`: applies a verification code, or (admin) edits an account.
+    /// `accounts:update`: applies a code (`oobCode`), changes the caller's own account (`idToken`), or
+    /// (admin) edits the account `localId`.
     @Sendable func update(_ request: Request, context: HeraldRequestContext) async throws -> UpdateReply {
         let body = try await request.decode(as: UpdateBody.self, context: context)
         let actions = actions
         if let code = body.oobCode {
             let visitor = context.visitor(of: request)
             let (account, applied) = try await offload { try actions.applyVerification(code: code, visitor: visitor) }
-            return UpdateReply(verified: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
+            return UpdateReply(applied: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
         }
-        guard context.caller == .admin, let uid = body.localId else {
-            throw HeraldError(.invalidRequestType, "Unsupported request parameters.")
+        if let idToken = body.idToken {
+            if body.disableUser != nil || body.emailVerified != nil || body.validSince != nil {
+                throw HeraldError(.operationNotAllowed, "")
+            }
+            let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
+            var edit = body.profileEdit
+            edit.locale = locale?.value
+            let update = try await actions.updateOwnAccount(idToken: idToken, edit)
+            var reply = UpdateReply(updated: update.account)
+            if body.email != nil { reply.newEmail = update.account.email }
+            if let session = update.session {
+                reply.idToken = session.idToken
+                reply.refreshToken = session.refreshToken
+                reply.expiresIn = session.expiresIn
+            }
+            return reply
         }
+        guard context.caller == .admin else { throw HeraldError(.invalidRequestType, "Unsupported request parameters.") }
+        guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
         let edit = body.edit
         let account = try await offload { try actions.editAccount(uid: uid, edit) }
-        return UpdateReply(edited: account)
+        return UpdateReply(updated: account)
     }
 }
 
-/// `accounts:update`'s body: an `oobCode` to apply, or an admin's edit of the account `localId`.
+/// `accounts:update`'s body: an `oobCode` to apply, the caller's own changes (`idToken`), or an admin's
+/// edit of the account `localId`.
 struct UpdateBody: StrictDecodable {
     let oobCode: String?
+    let idToken: String?
     let localId: String?
     let email: String?
     let password: String?
     let displayName: String?
+    let photoUrl: String?
     let emailVerified: Bool?
     let disableUser: Bool?
-    /// `DISPLAY_NAME` removes the display name.
-    let deleteAttribute: StringList?
+    /// `DISPLAY_NAME`, `PHOTO_URL`, `PASSWORD` (names or protobuf numbers).
+    let deleteAttribute: EnumList?
     /// Unix seconds: ID tokens issued earlier stop working (`revoke_refresh_tokens`).
     let validSince: Int64Text?
+    let returnSecureToken: Bool?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case oobCode, localId, email, password, displayName, emailVerified, disableUser, deleteAttribute, validSince
+        case oobCode, idToken, localId, email, password, displayName, photoUrl, emailVerified, disableUser, deleteAttribute
+        case validSince, returnSecureToken
     }
 
     static let ignoredFields: Set<String> = [
-        "deleteProvider", "photoUrl", "phoneNumber", "customAttributes", "idToken", "returnSecureToken", "tenantId", "targetProjectId",
+        "deleteProvider", "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
+        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo",
     ]
+
+    var deletedAttributes: Set<String> { Set(deleteAttribute?.names(UserAttributeName.name) ?? []) }
 
     var edit: AccountEdit {
         var edit = AccountEdit()
         edit.email = email
         edit.password = password
         edit.displayName = displayName
-        edit.deleteDisplayName = deleteAttribute?.values.contains("DISPLAY_NAME") ?? false
+        edit.deleteDisplayName = deletedAttributes.contains("DISPLAY_NAME")
+        edit.photoURL = photoUrl
+        edit.deletePhotoURL = deletedAttributes.contains("PHOTO_URL")
         edit.emailVerified = emailVerified
         edit.disabled = disableUser
         edit.validSince = validSince?.text
         return edit
     }
+
+    var profileEdit: ProfileEdit {
+        var edit = ProfileEdit()
+        edit.email = email
+        edit.password = password
+        edit.displayName = displayName
+        edit.photoURL = photoUrl
+        edit.deleteAttributes = deletedAttributes
+        edit.returnSecureToken = returnSecureToken ?? false
+        return edit
+    }
 }
 
-/// `accounts:update`'s answer.
+/// `accounts:update`'s answer: the account as it now is, and new tokens when its sessions ended.
 struct UpdateReply: ResponseEncodable {
     let kind = "identitytoolkit#SetAccountInfoResponse"
     let localId: String
-    let email: String
+    let email: String?
     let emailVerified: Bool
     var displayName: String?
+    var photoUrl: String?
     var newEmail: String?
-    var providerUserInfo: [UserInfo.Provider]?
+    /// `REDACTED`, base64, when the account has a password: as production answers.
+    var passwordHash: String?
+    var providerUserInfo: [UserInfo.Provider]
+    var idToken: String?
+    var refreshToken: String?
+    var expiresIn: String?
 
-    /// After a verification code: the verified account, and the address it changed to.
-    init(verified account: Account, newEmail: String?) {
-        localId = account.uid
-        email = account.email ?? ""
-        emailVerified = true
-        displayName = account.displayName
+    /// After a code: the account, and the address it changed to.
+    init(applied account: Account, newEmail: String?) {
+        self.init(updated: account)
         self.newEmail = newEmail
-        providerUserInfo = UserInfo.providers(of: account)
     }
 
-    /// After an admin's edit.
-    init(edited account: Account) {
+    /// After the owner's or an admin's edit.
+    init(updated account: Account) {
         localId = account.uid
-        email = account.email ?? ""
+        email = account.email
         emailVerified = account.emailVerified
+        displayName = account.displayName
+        photoUrl = account.photoURL
+        passwordHash = account.passwordHash == nil ? nil : UserInfo.redactedPasswordHash
+        providerUserInfo = UserInfo.providers(of: account)
     }
 }

@@ -2,12 +2,13 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// The Identity Toolkit v1 methods for email actions: one route collection, mounted under every path
-/// family Firebase clients use.
+/// The Identity Toolkit methods for email actions: one route collection, mounted under every path
+/// family Firebase clients use, v1 and the legacy v3 `relyingparty` names the iOS and Android SDKs call.
 ///
 /// ```swift
 /// let toolkit = IdentityToolkitController(actions: actions)
 /// for family in IdentityToolkitController.pathFamilies { router.addRoutes(toolkit.routes, atPath: family) }
+/// for family in IdentityToolkitController.legacyFamilies { router.addRoutes(toolkit.legacyRoutes, atPath: family) }
 /// ```
 struct IdentityToolkitController: Sendable {
     let actions: Actions
@@ -18,9 +19,46 @@ struct IdentityToolkitController: Sendable {
         "v1/projects/:project", "identitytoolkit.googleapis.com/v1/projects/:project",
     ]
 
+    /// Where the iOS and Android SDKs (and old web clients) send the v3 names.
+    static let legacyFamilies: [RouterPath] = [
+        "www.googleapis.com/identitytoolkit/v3/relyingparty", "identitytoolkit/v3/relyingparty",
+    ]
+
+    typealias Handler = @Sendable (Request, HeraldRequestContext) async throws -> Response
+
+    /// Every method by its v1 name, and its v3 name where it has one: the same handler either way.
+    var methods: [(v1: String, v3: String?, handler: Handler)] {
+        [
+            ("accounts:sendOobCode", "getOobConfirmationCode", respond(sendOobCode)),
+            ("accounts:resetPassword", "resetPassword", respond(resetPassword)),
+            ("accounts:signInWithEmailLink", "emailLinkSignin", respond(signInWithEmailLink)),
+            ("accounts:update", "setAccountInfo", respond(update)),
+            ("accounts:createAuthUri", "createAuthUri", respond(createAuthUri)),
+            ("accounts:lookup", "getAccountInfo", respond(lookup)),
+            ("accounts:signUp", "signupNewUser", signUpOrCreate),
+            ("accounts", nil, respond(create)),
+            ("accounts:signInWithPassword", "verifyPassword", respond(signInWithPassword)),
+            ("accounts:delete", "deleteAccount", respond(delete)),
+            ("codes:inspect", nil, respond(inspectForApp)),
+            ("codes:redeem", nil, respond(redeemForApp)),
+        ]
+    }
+
     var routes: RouteCollection<HeraldRequestContext> {
+        collection { routes in
+            for method in methods { routes.post(RouterPath(method.v1), use: method.handler) }
+        }
+    }
+
+    var legacyRoutes: RouteCollection<HeraldRequestContext> {
+        collection { routes in
+            for method in methods { if let v3 = method.v3 { routes.post(RouterPath(v3), use: method.handler) } }
+        }
+    }
+
+    /// The middleware every family shares, then the methods `add` registers.
+    private func collection(_ add: (RouteCollection<HeraldRequestContext>) -> Void) -> RouteCollection<HeraldRequestContext> {
         let configuration = actions.configuration
-        let admin = AdminCredential(configuration.server)
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: ProjectMiddleware(projectID: configuration.project.id))
@@ -28,20 +66,15 @@ struct IdentityToolkitController: Sendable {
         routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }
         routes
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
-            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: admin))
-        routes
-            .post("accounts:sendOobCode", use: sendOobCode)
-            .post("accounts:resetPassword", use: resetPassword)
-            .post("accounts:signInWithEmailLink", use: signInWithEmailLink)
-            .post("accounts:update", use: update)
-            .post("accounts:createAuthUri", use: createAuthUri)
-            .post("accounts:lookup", use: lookup)
-            .post("accounts:signUp", use: signUp)
-            .post("accounts", use: create)
-            .post("accounts:signInWithPassword", use: signInWithPassword)
-            .post("accounts:delete", use: delete)
-            .post("codes:inspect", use: inspectForApp)
-            .post("codes:redeem", use: redeemForApp)
+            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server)))
+        add(routes)
         return routes
+    }
+
+    /// A typed handler as a plain one, so v1 and v3 names share it.
+    private func respond<Reply: ResponseGenerator>(
+        _ handler: @escaping @Sendable (Request, HeraldRequestContext) async throws -> Reply
+    ) -> Handler {
+        { request, context in try await handler(request, context).response(from: request, context: context) }
     }
 }

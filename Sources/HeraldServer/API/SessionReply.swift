@@ -13,8 +13,10 @@ struct SessionReply: ResponseEncodable {
     let email: String
     var registered: Bool?
     var isNewUser: Bool?
+    var displayName: String?
 
-    init(kind: String, _ session: Session, registered: Bool? = nil, isNewUser: Bool? = nil) {
+    init(kind: String, _ session: Session, registered: Bool? = nil, isNewUser: Bool? = nil, displayName: String? = nil) {
+        self.displayName = displayName
         self.kind = kind
         idToken = session.idToken
         refreshToken = session.refreshToken

@@ -14,8 +14,11 @@ struct UserInfo: Encodable, Sendable {
 
     let localId: String
     let email: String?
+    /// The address before the first email change.
+    let initialEmail: String?
     let emailVerified: Bool
     let displayName: String?
+    let photoUrl: String?
     let disabled: Bool
     let emailLinkSignin: Bool
     /// Unix seconds.
@@ -31,16 +34,21 @@ struct UserInfo: Encodable, Sendable {
     init(_ account: Account) {
         localId = account.uid
         email = account.email
+        initialEmail = account.initialEmail
         emailVerified = account.emailVerified
         displayName = account.displayName
+        photoUrl = account.photoURL
         disabled = account.disabled
         emailLinkSignin = account.emailLinkSignin
         validSince = String(account.validSince / 1000)
         createdAt = Self.milliseconds(account.createdAt)
         lastLoginAt = account.lastLoginAt.map(Self.milliseconds)
-        passwordHash = account.passwordHash == nil ? nil : "UkVEQUNURUQ="
+        passwordHash = account.passwordHash == nil ? nil : Self.redactedPasswordHash
         providerUserInfo = Self.providers(of: account)
     }
+
+    /// "REDACTED" in base64: what production shows for a password hash.
+    static let redactedPasswordHash = "UkVEQUNURUQ="
 
     /// The account's providers, each under its email; none without an email.
     static func providers(of account: Account) -> [Provider] {

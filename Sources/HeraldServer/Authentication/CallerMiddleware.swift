@@ -3,8 +3,9 @@ import Hummingbird
 
 /// Authenticates an Identity Toolkit call and sets `context.caller`.
 ///
-/// With an `Authorization` header it must be the admin credential (else 401 `UNAUTHENTICATED`); without,
-/// `?key=` or `x-goog-api-key` must be the project's API key (missing: 403, wrong: 400 `keyInvalid`).
+/// With an `Authorization: Bearer …` header it must be the admin credential (else 401 `UNAUTHENTICATED`);
+/// without (any other scheme is ignored, as Firebase's emulator does), `?key=` or `x-goog-api-key` must be
+/// the project's API key (missing: 403, wrong: 400 `keyInvalid`).
 struct CallerMiddleware: RouterMiddleware {
     let apiKey: String
     let admin: AdminCredential
@@ -13,7 +14,9 @@ struct CallerMiddleware: RouterMiddleware {
         _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
     ) async throws -> Response {
         var context = context
-        if request.headers[.authorization] != nil {
+        if let authorization = request.headers[.authorization],
+            authorization.split(separator: " ", maxSplits: 1).first?.lowercased() == "bearer"
+        {
             guard admin.isPresented(by: request, context: context) else { throw FirebaseError.unauthenticated }
             context.caller = .admin
         } else {

@@ -17,7 +17,17 @@ struct StrictJSONDecoder: RequestDecoder {
         } catch {
             throw HeraldError(.invalidArgument, "the request body is larger than \(limit) bytes")
         }
-        return try decode(type, from: Data(body.readableBytesView))
+        let data = Data(body.readableBytesView)
+        if let context = context as? HeraldRequestContext, context.caller == .app, Self.namesTargetProject(data) {
+            throw HeraldError(.insufficientPermission, "Only authenticated requests can specify target_project_id.")
+        }
+        return try decode(type, from: data)
+    }
+
+    /// Whether a body names `targetProjectId`, which only administrators may.
+    private static func namesTargetProject(_ data: Data) -> Bool {
+        guard let names = try? JSONDecoder().decode(TopLevelNames.self, from: data).names else { return false }
+        return names.contains { FieldName.camelCase($0).lowercased() == "targetprojectid" }
     }
 
     /// Decodes `data` (empty means `{}`), checking field names when `T` is `StrictDecodable`.

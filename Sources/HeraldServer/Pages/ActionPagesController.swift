@@ -51,7 +51,8 @@ struct ActionPagesController: Sendable {
         var form = pageForm(kind, code, continueURL)
         form.email = info.email
         form.newEmail = info.newEmail
-        return page(kind == .resetPassword ? .resetForm : .verifyConfirm, lang, form: form)
+        let confirm: PageRenderer.Kind = kind == .recoverEmail ? .recoverConfirm : .verifyConfirm
+        return page(kind == .resetPassword ? .resetForm : confirm, lang, form: form)
     }
 
     /// `POST`: checks the form's token and consumes the code, then goes to the continue URL or a success page.
@@ -109,7 +110,11 @@ struct ActionPagesController: Sendable {
             return "password_changed"
         }
         let (_, applied) = try await offload { try actions.applyVerification(code: code, visitor: visitor) }
-        return applied.kind == .verifyAndChangeEmail ? "changed" : "verified"
+        switch applied.kind {
+        case .verifyAndChangeEmail: return "changed"
+        case .recoverEmail: return "recovered"
+        default: return "verified"
+        }
     }
 
     /// The continue URL if its host is an authorized domain; never redirect anywhere else.

@@ -12,6 +12,7 @@ struct PageModel {
     let minPasswordLength = String(PasswordHasher.minimumLength)
     let formAction = "/__/auth/action"
     let verifyConfirm: Bool
+    let recoverConfirm: Bool
     let resetForm: Bool
     let success: Bool
     let error: Bool
@@ -32,6 +33,7 @@ struct PageModel {
         self.appName = appName
         t = strings
         verifyConfirm = kind == .verifyConfirm
+        recoverConfirm = kind == .recoverConfirm
         resetForm = kind == .resetForm
         success = kind == .success
         error = kind == .error

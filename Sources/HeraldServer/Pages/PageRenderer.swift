@@ -12,7 +12,7 @@ struct PageRenderer: Sendable {
     let appName: String
 
     /// The page kinds the template knows.
-    enum Kind: Sendable { case verifyConfirm, resetForm, success, error }
+    enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, success, error }
 
     init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
         let path = "\(directory)/pages/page.html.mustache"

@@ -37,8 +37,14 @@ public protocol AccountStore: Sendable {
     /// Sets only the last-login time, so a concurrent reset or revocation is never overwritten.
     func recordLogin(uid: String, at date: Date) throws
 
-    /// Deletes an account; false when there was none.
+    /// Deletes an account and revokes its refresh tokens (they answer `USER_NOT_FOUND`); false when there was none.
     func deleteAccount(uid: String) throws -> Bool
+
+    /// Stores a new refresh token (its hash).
+    func createRefreshToken(_ token: RefreshTokenRecord) throws
+
+    /// The refresh token with this hash, if one was ever issued.
+    func refreshToken(hash: [UInt8]) throws -> RefreshTokenRecord?
 
     /// Accounts, oldest first.
     func accounts(limit: Int?) throws -> [Account]

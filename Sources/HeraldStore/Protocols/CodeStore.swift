@@ -35,7 +35,8 @@ public protocol CodeStore: Sendable {
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`.
     func consume(_ code: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord
 
-    /// Consumes a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code and applies `Account.applyVerification`.
+    /// Consumes a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code and applies `Account.applyVerification`, or a
+    /// RECOVER_EMAIL code and applies `Account.applyRecovery` to the account the email change moved.
     ///
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`, `EMAIL_EXISTS`.
     func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord)

@@ -10,7 +10,8 @@ enum Records {
             displayName: row["display_name"], disabled: row["disabled"], emailLinkSignin: row["email_link_signin"],
             validSince: row["valid_since"], createdAt: Date(milliseconds: row["created_at"]),
             lastLoginAt: (row["last_login_at"] as Int64?).map(Date.init(milliseconds:)),
-            providers: (try? JSONDecoder().decode([String].self, from: Data((row["providers"] as String).utf8))) ?? [])
+            providers: (try? JSONDecoder().decode([String].self, from: Data((row["providers"] as String).utf8))) ?? [],
+            photoURL: row["photo_url"], initialEmail: row["initial_email"])
     }
 
     static func arguments(_ account: Account) -> StatementArguments {
@@ -18,6 +19,7 @@ enum Records {
         return [
             "uid": account.uid, "email": account.email, "email_verified": account.emailVerified, "password_hash": account.passwordHash,
             "display_name": account.displayName, "disabled": account.disabled, "email_link_signin": account.emailLinkSignin,
+            "photo_url": account.photoURL, "initial_email": account.initialEmail,
             "valid_since": account.validSince, "created_at": account.createdAt.milliseconds,
             "last_login_at": account.lastLoginAt?.milliseconds, "providers": providerJSON,
         ]

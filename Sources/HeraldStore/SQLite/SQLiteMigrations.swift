@@ -126,6 +126,21 @@ enum SQLiteMigrations {
         migrator.registerMigration("v5: codes remember their continue URL") { db in
             try db.execute(sql: "ALTER TABLE action_codes ADD COLUMN continue_url TEXT")
         }
+        migrator.registerMigration("v6: refresh tokens, profile photo, initial email") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE refresh_tokens (
+                        token_hash BLOB PRIMARY KEY,        -- SHA-256 of the token, never the token
+                        uid TEXT NOT NULL,
+                        provider TEXT NOT NULL,             -- the sign-in provider its ID tokens name
+                        issued_at INTEGER NOT NULL,         -- Unix milliseconds: the sign-in; revoked once valid_since passes it
+                        revoked TEXT                        -- the error code it answers with (USER_NOT_FOUND after deletion)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX refresh_tokens_uid ON refresh_tokens(uid);
+                    ALTER TABLE accounts ADD COLUMN photo_url TEXT;
+                    ALTER TABLE accounts ADD COLUMN initial_email TEXT;
+                    """)
+        }
         return migrator
     }
 }

@@ -52,7 +52,30 @@ extension SQLiteStore {
     public func deleteAccount(uid: String) throws -> Bool {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            // Its refresh tokens now answer USER_NOT_FOUND, even if the uid is used again.
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET revoked = ? WHERE uid = ? AND revoked IS NULL",
+                arguments: [HeraldError.Code.userNotFound.rawValue, uid])
+            return true
+        }
+    }
+
+    public func createRefreshToken(_ token: RefreshTokenRecord) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, uid, provider, issued_at) VALUES (?, ?, ?, ?)",
+                arguments: [Data(token.hash), token.uid, token.provider, token.issuedAt.milliseconds])
+        }
+    }
+
+    public func refreshToken(hash: [UInt8]) throws -> RefreshTokenRecord? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE token_hash = ?", arguments: [Data(hash)]).map { row in
+                RefreshTokenRecord(
+                    hash: hash, uid: row["uid"], provider: row["provider"], issuedAt: Date(milliseconds: row["issued_at"]),
+                    revoked: (row["revoked"] as String?).flatMap(HeraldError.Code.init(rawValue:)))
+            }
         }
     }
 
@@ -84,9 +107,9 @@ extension SQLiteStore {
         try db.execute(
             sql: """
                 INSERT INTO accounts (uid, email, email_verified, password_hash, display_name, disabled, email_link_signin,
-                                      valid_since, created_at, last_login_at, providers)
+                                      valid_since, created_at, last_login_at, providers, photo_url, initial_email)
                 VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
-                        :valid_since, :created_at, :last_login_at, :providers)
+                        :valid_since, :created_at, :last_login_at, :providers, :photo_url, :initial_email)
                 """, arguments: Records.arguments(account))
     }
 
@@ -99,7 +122,8 @@ extension SQLiteStore {
             sql: """
                 UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
                     display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
-                    valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers
+                    valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers,
+                    photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
                 """, arguments: Records.arguments(account))
     }

@@ -19,9 +19,18 @@ import Testing
 
     @Test func snakeCaseNamesAreTheirCamelCaseFieldsAndNullIsAbsent() throws {
         let body = try decode(SendOobCodeBody.self, #"{"request_type":"VERIFY_EMAIL","return_oob_link":true,"email":null}"#)
-        #expect(body.requestType == "VERIFY_EMAIL")
+        #expect(body.requestType?.name(ActionKind.requestType(number:)) == "VERIFY_EMAIL")
         #expect(body.returnOobLink == true)
         #expect(body.email == nil)
+    }
+
+    @Test func enumsMayBeTheirProtobufNumbers() throws {
+        let body = try decode(SendOobCodeBody.self, #"{"requestType":6,"email":"ada@example.com"}"#)
+        #expect(try body.sendRequest(locale: nil).kind == .signIn)
+        let unspecified = try decode(SendOobCodeBody.self, #"{"requestType":0}"#)
+        #expect(throws: HeraldError(.missingRequestType, "")) { try unspecified.sendRequest(locale: nil) }
+        let update = try decode(UpdateBody.self, #"{"deleteAttribute":[2,"PHOTO_URL"]}"#)
+        #expect(update.deletedAttributes == ["DISPLAY_NAME", "PHOTO_URL"])
     }
 
     @Test func anEmptyBodyIsAnEmptyObject() throws {

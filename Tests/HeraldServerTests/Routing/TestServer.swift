@@ -27,6 +27,7 @@ struct TestServer {
         configuration.server.adminToken = Self.adminToken
         configuration.accounts.owner = owner
         configuration.links.authorizedDomains = ["localhost", "app.example.com"]
+        configuration.tokens.keyFile = directory.appendingPathComponent("signing-keys.json").path
         let repository = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../..")
         configuration.templatesDirectory = repository.appending(path: "templates").path
         change(&configuration)

@@ -27,7 +27,7 @@ enum Fixture {
         case .signIn:
             try ActionRequest(
                 kind: kind, email: email, settings: ActionCodeSettings(url: "https://localhost/finish", handleCodeInApp: true), links: links)
-        case .verifyAndChangeEmail:
+        case .verifyAndChangeEmail, .recoverEmail:
             try ActionRequest(kind: kind, email: email, newEmail: "new-" + email, links: links)
         case .verifyEmail, .resetPassword:
             try ActionRequest(kind: kind, email: email, links: links)

@@ -1,0 +1,77 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// A signed-in user's own account: the SDKs' `updateEmail`, `updatePassword`, `updateProfile` and `delete`.
+extension Actions {
+    /// Applies the user's own changes in one transaction. A new email is unproven, ends every session and
+    /// sends the old address a RECOVER_EMAIL link that changes it back; a new password ends every session too.
+    /// The answer carries a new session whenever the old one ended (or `returnSecureToken` asks).
+    ///
+    /// - Throws: the ID token's errors, `INVALID_EMAIL`, `EMAIL_EXISTS`, `WEAK_PASSWORD`, `INVALID_DISPLAY_NAME`;
+    ///   `OPERATION_NOT_ALLOWED` for an email change under enumeration protection (verify the new address
+    ///   first: VERIFY_AND_CHANGE_EMAIL), as Firebase answers.
+    public func updateOwnAccount(idToken: String?, _ edit: ProfileEdit, now: Date = Date()) async throws -> ProfileUpdate {
+        let (current, claims) = try await signedIn(idToken)
+        let newEmail = try edit.email.map { try EmailAddress($0).value }
+        if let newEmail, newEmail != current.email, configuration.server.enumerationProtection {
+            throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
+        }
+        if let password = edit.password { try PasswordHasher.checkStrength(password) }
+        let displayName = try edit.displayName.map(DisplayName.validate)
+        let store = store
+        let (before, account) = try await offload { () throws -> (Account, Account) in
+            let hash = try edit.password.map(PasswordHasher.hash)  // slow on purpose: outside the transaction
+            var before: Account?
+            let after = try store.updateAccount(uid: current.uid) { account in
+                before = account
+                if let newEmail, newEmail != account.email { account.changeEmail(to: newEmail, now: now) }
+                if let hash {
+                    account.passwordHash = hash
+                    account.validSince = now.milliseconds
+                    account.addProvider("password")
+                }
+                if let displayName { account.displayName = displayName }
+                if let photoURL = edit.photoURL { account.photoURL = photoURL }
+                if edit.deleteAttributes.contains("DISPLAY_NAME") { account.displayName = nil }
+                if edit.deleteAttributes.contains("PHOTO_URL") { account.photoURL = nil }
+                if edit.deleteAttributes.contains("PASSWORD") {
+                    account.passwordHash = nil
+                    account.providers.removeAll { $0 == "password" && !account.emailLinkSignin }
+                }
+            }
+            return (before ?? current, after)
+        }
+        if let oldEmail = before.email, let changed = account.email, oldEmail != changed {
+            try await sendRecovery(of: account, from: oldEmail, to: changed, locale: edit.locale, now: now)
+        }
+        let sessionEnded = account.validSince > before.validSince
+        guard sessionEnded || edit.returnSecureToken else { return ProfileUpdate(account: account, session: nil) }
+        let provider = edit.password != nil ? "password" : claims.signInProvider
+        return ProfileUpdate(account: account, session: try await session(for: account, provider: provider))
+    }
+
+    /// Deletes the signed-in user's own account.
+    ///
+    /// - Throws: the ID token's errors.
+    public func deleteOwnAccount(idToken: String?) async throws {
+        let account = try await account(forIDToken: idToken)
+        try await offload { try self.deleteAccount(uid: account.uid) }
+    }
+
+    /// Queues (or, in emulator mode, lists) the RECOVER_EMAIL link to the address an email change replaced.
+    /// It is a security notice: no cooldown or daily cap holds it back.
+    private func sendRecovery(of account: Account, from oldEmail: String, to newEmail: String, locale: String?, now: Date) async throws {
+        let action = try ActionRequest(
+            kind: .recoverEmail, email: oldEmail, newEmail: newEmail, locale: locale.flatMap { try? LocaleTag($0).value },
+            displayName: account.displayName, links: configuration.links)
+        try await offload {
+            if self.configuration.server.emulatorMode {
+                _ = try self.mintListedCode(action, now: now)
+            } else {
+                _ = try self.store.enqueue(
+                    action, messageDomain: self.messageDomain, throttle: SendThrottle(cooldown: 0, dailyCap: Int.max), now: now)
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// ID tokens and refresh tokens: every sign-in ends here, and every call that names the caller by an
+/// ID token starts here. Signing is asynchronous (jwt-kit), store work is offloaded.
+extension Actions {
+    /// The account an ID token belongs to, if the token is genuine, current and not revoked.
+    ///
+    /// - Throws: `MISSING_ID_TOKEN`, `INVALID_ID_TOKEN`, `TOKEN_EXPIRED` (also when issued before the
+    ///   account's validSince), `USER_NOT_FOUND`, `USER_DISABLED`; `OPERATION_NOT_ALLOWED` when the app owns accounts.
+    public func account(forIDToken token: String?) async throws -> Account {
+        try await signedIn(token).account
+    }
+
+    /// The account and claims of an ID token (see `account(forIDToken:)`).
+    func signedIn(_ token: String?) async throws -> (account: Account, claims: IDTokens.Claims) {
+        try requireAccountOwnership("an ID token")
+        guard let token, !token.isEmpty else { throw HeraldError(.missingIDToken, "") }
+        let claims = try await idTokens().verify(token)
+        let store = store
+        let account = try await offload { try store.account(uid: claims.uid) }
+        guard let account else { throw HeraldError(.userNotFound, "") }
+        guard claims.issuedAt >= account.validSince else { throw HeraldError(.tokenExpired, "") }
+        guard !account.disabled else { throw HeraldError(.userDisabled, "") }
+        return (account, claims)
+    }
+
+    /// Starts a session: stores a new refresh token (its hash) and signs an ID token.
+    public func session(for account: Account, provider: String = "password", now: Date = Date()) async throws -> Session {
+        let tokens = try idTokens()
+        let refreshToken = ActionCode.generate().plaintext
+        let record = RefreshTokenRecord(hash: ActionCode.hash(refreshToken), uid: account.uid, provider: provider, issuedAt: now)
+        let store = store
+        try await offload { try store.createRefreshToken(record) }
+        let idToken = try await tokens.issue(for: account, provider: provider, authTime: now, now: now)
+        return Session(
+            idToken: idToken, refreshToken: refreshToken, expiresIn: String(Int(IDTokens.lifetime)), localId: account.uid,
+            email: account.email ?? "")
+    }
+
+    /// `securetoken.googleapis.com/v1/token`: a fresh ID token for a refresh token, which stays the same.
+    ///
+    /// A refresh token ends when its account is deleted (`USER_NOT_FOUND`) or disabled (`USER_DISABLED`), and
+    /// when the account's validSince passes it (`TOKEN_EXPIRED`: a password reset or change, an email change,
+    /// an administrator's revocation).
+    ///
+    /// - Throws: `MISSING_GRANT_TYPE`, `INVALID_GRANT_TYPE`, `MISSING_REFRESH_TOKEN`, `INVALID_REFRESH_TOKEN`,
+    ///   `TOKEN_EXPIRED`, `USER_DISABLED`, `USER_NOT_FOUND`.
+    public func refresh(grantType: String?, refreshToken: String?, now: Date = Date()) async throws -> Session {
+        guard let grantType, !grantType.isEmpty else { throw HeraldError(.missingGrantType, "") }
+        guard grantType == "refresh_token" else { throw HeraldError(.invalidGrantType, "") }
+        guard let refreshToken, !refreshToken.isEmpty else { throw HeraldError(.missingRefreshToken, "") }
+        try requireAccountOwnership("a refresh token")
+        let store = store
+        let (record, account) = try await offload { () throws -> (RefreshTokenRecord, Account) in
+            guard let record = try store.refreshToken(hash: ActionCode.hash(refreshToken)) else {
+                throw HeraldError(.invalidRefreshToken, "")
+            }
+            if let revoked = record.revoked { throw HeraldError(revoked, "") }
+            guard let account = try store.account(uid: record.uid) else { throw HeraldError(.userNotFound, "") }
+            guard !account.disabled else { throw HeraldError(.userDisabled, "") }
+            guard record.issuedAt.milliseconds >= account.validSince else { throw HeraldError(.tokenExpired, "") }
+            return (record, account)
+        }
+        let idToken = try await idTokens().issue(for: account, provider: record.provider, authTime: record.issuedAt, now: now)
+        return Session(
+            idToken: idToken, refreshToken: refreshToken, expiresIn: String(Int(IDTokens.lifetime)), localId: account.uid,
+            email: account.email ?? "")
+    }
+}

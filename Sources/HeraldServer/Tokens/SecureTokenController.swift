@@ -1,0 +1,84 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import Hummingbird
+
+/// `POST /securetoken.googleapis.com/v1/token` (and `/v1/token`): the SDKs exchange a refresh token for a
+/// fresh ID token, form-encoded (JS, Android) or as JSON (iOS).
+struct SecureTokenController: Sendable {
+    let actions: Actions
+
+    static let paths: [RouterPath] = ["securetoken.googleapis.com/v1/token", "v1/token"]
+
+    var routes: RouteCollection<HeraldRequestContext> {
+        let configuration = actions.configuration
+        let routes = RouteCollection(context: HeraldRequestContext.self)
+            .add(middleware: FirebaseErrorMiddleware())
+            .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
+            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server)))
+        for path in Self.paths { routes.post(path, use: token) }
+        return routes
+    }
+
+    @Sendable func token(_ request: Request, context: HeraldRequestContext) async throws -> TokenReply {
+        var request = request
+        let body = try await request.collectBody(upTo: context.maxUploadSize)
+        let grant = try GrantBody(Data(body.readableBytesView), contentType: request.headers[.contentType])
+        let session = try await actions.refresh(grantType: grant.grantType, refreshToken: grant.refreshToken)
+        return TokenReply(session, projectID: actions.configuration.project.id)
+    }
+}
+
+/// The grant: `grant_type` and `refresh_token`, form-encoded or JSON (either spelling).
+struct GrantBody: Sendable {
+    var grantType: String?
+    var refreshToken: String?
+
+    /// - Throws: `INVALID_ARGUMENT` for a body that is neither a form nor a JSON object.
+    init(_ data: Data, contentType: String?) throws {
+        let isJSON = contentType?.lowercased().hasPrefix("application/json") ?? (data.first == UInt8(ascii: "{"))
+        var fields: [String: String] = [:]
+        if isJSON && !data.isEmpty {
+            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                throw HeraldError(.invalidArgument, "Invalid JSON payload received.")
+            }
+            for (name, value) in object { if let text = value as? String { fields[FieldName.camelCase(name)] = text } }
+        } else {
+            var components = URLComponents()
+            components.percentEncodedQuery = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "+", with: "%20")
+            for item in components.queryItems ?? [] { fields[FieldName.camelCase(item.name)] = item.value ?? "" }
+        }
+        grantType = fields["grantType"]
+        refreshToken = fields["refreshToken"]
+    }
+}
+
+/// The token endpoint's answer, in its snake_case names.
+struct TokenReply: ResponseEncodable {
+    let accessToken: String
+    let expiresIn: String
+    let tokenType = "Bearer"
+    let refreshToken: String
+    let idToken: String
+    let userID: String
+    let projectID: String
+
+    init(_ session: Session, projectID: String) {
+        accessToken = session.idToken
+        expiresIn = session.expiresIn
+        refreshToken = session.refreshToken
+        idToken = session.idToken
+        userID = session.localId
+        self.projectID = projectID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case expiresIn = "expires_in"
+        case tokenType = "token_type"
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
+        case userID = "user_id"
+        case projectID = "project_id"
+    }
+}
