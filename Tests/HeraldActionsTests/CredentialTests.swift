@@ -14,7 +14,7 @@ import Testing
         let token = try await rulebook.actions.idTokens().issue(for: account, provider: "password", authTime: Date())
         let header = try JSONSerialization.jsonObject(with: Self.segment(token, 0)) as? [String: Any]
         #expect(header?["alg"] as? String == "RS256")
-        #expect(try header?["kid"] as? String == rulebook.actions.idTokens().jwks.keys.last?.keyIdentifier?.string)
+        #expect(try header?["kid"] as? String == rulebook.actions.idTokens().jwks.keys.last?.kid)
         let claims = try JSONSerialization.jsonObject(with: Self.segment(token, 1)) as? [String: Any]
         #expect(claims?["aud"] as? String == "herald-demo")
         #expect(claims?["iss"] as? String == "https://securetoken.google.com/herald-demo")

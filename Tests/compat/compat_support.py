@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 import jwt
 import pytest
@@ -37,7 +37,7 @@ __all__ = [
     "sign_in_with_password", "create_email_sign_in_oob", "sign_in_with_email_link", "inspect_oobs",
     "get_signin_methods", "get_account_info_by_id_token", "get_account_info_by_local_id",
     "update_account_by_local_id", "expect_id_token_expired", "expect_user_not_exists_for_id_token",
-    "delete_account", "decode_jwt", "next_second", "CONTINUE_URL",
+    "delete_account", "decode_jwt", "next_second", "CONTINUE_URL", "SIGN_IN_SETTINGS", "HTTP_TIMEOUT",
 ]
 
 # --------------------------------------------------------------------------- configuration
@@ -264,7 +264,3 @@ def next_second() -> None:
     """The emulator ticks its fake clock (`getClock().tick(2000)`) so that tokens are issued in
     the past; validSince and iat have one-second resolution, so real time must move on."""
     time.sleep(1.1)
-
-
-def emails_of(codes: Iterable[dict]) -> list:
-    return [c.get("email") for c in codes]

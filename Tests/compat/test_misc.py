@@ -8,8 +8,10 @@ refresh token minted by another Herald (another project) and the second a tamper
 token of a deleted account is `USER_NOT_FOUND` in Herald (as in production), where the emulator
 answers `INVALID_REFRESH_TOKEN`.
 
+"should return user by tenantId in idToken" is ported without the tenant (a lookup by idToken).
+
 Skipped there: "should exchange refresh tokens for new tokens in a tenant project", "should
-return user by tenantId in idToken", "should error if auth is disabled" (tenants); "should return
+error if auth is disabled" (tenants); "should return
 providerUserInfo for phone auth users" (phone); the "createSessionCookie", "accounts:query" and
 "emulator utility APIs" groups (session cookies, batch listing and emulator config endpoints are
 not part of Herald's email surface).

@@ -22,7 +22,7 @@ import pytest
 
 from compat_support import (
     FAMILIES, call, decode_jwt, expect_error, expect_ok, get_account_info_by_id_token, get_signin_methods,
-    register_user, unique_email,
+    register_user, unique_email, update_account_by_local_id,
 )
 
 PASSWORD = "notasecret"
@@ -97,29 +97,50 @@ def test_should_error_when_password_is_too_short(emu):
     assert message.startswith("WEAK_PASSWORD"), message
 
 
-def test_should_replace_existing_email_password_in_linked_account(emu):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_should_replace_existing_email_password_in_linked_account(emu, family):
     """signUp.spec.ts: should replace existing email / password in linked account"""
-    # Adapted: Herald's signUp has no idToken field (linking), so the same change goes through
-    # accounts:update {idToken, email, password}, Firebase's REST "link with email/password".
     old_email, new_email = unique_email("alice"), unique_email("bob")
     user = register_user(emu, old_email, "notasecret")
 
-    body = expect_ok(call(emu, "update", {"idToken": user["idToken"], "email": new_email, "password": "notasecret2",
-                                          "returnSecureToken": True}))
+    body = expect_ok(call(emu, "signUp", {"idToken": user["idToken"], "email": new_email, "password": "notasecret2"},
+                          family=family))
     assert body["localId"] == user["localId"]
     assert body["email"] == new_email
     decoded = decode_jwt(body.get("idToken"))
     assert decoded["payload"]["email"] == new_email
+    assert decoded["payload"]["firebase"]["sign_in_provider"] == "password"
     assert decoded["payload"]["firebase"]["identities"] == {"email": [new_email]}, decoded["payload"]
 
     assert get_signin_methods(emu, old_email) == []
+    assert get_signin_methods(emu, new_email) == ["password"]
+
+
+def test_should_error_when_id_token_is_provided_but_email_password_is_not(emu):
+    """signUp.spec.ts: should error when idToken is provided but email / password is not"""
+    # Adapted: an email/password user instead of an anonymous one.
+    user = register_user(emu, unique_email("alice"), PASSWORD)
+    expect_error(call(emu, "signUp", {"idToken": user["idToken"]}), "MISSING_EMAIL")
+    expect_error(call(emu, "signUp", {"idToken": user["idToken"], "email": unique_email("alice")}), "MISSING_PASSWORD")
+
+
+def test_should_error_if_account_to_be_linked_is_disabled(emu):
+    """signUp.spec.ts: should error if account to be linked is disabled"""
+    # Adapted: an email/password user instead of an anonymous one.
+    user = register_user(emu, unique_email("alice"), PASSWORD)
+    update_account_by_local_id(emu, user["localId"], {"disableUser": True})
+    expect_error(call(emu, "signUp", {"idToken": user["idToken"], "email": unique_email("bob"), "password": PASSWORD}),
+                 "USER_DISABLED")
 
 
 def test_should_error_when_extra_local_id_parameter_is_provided(emu):
     """signUp.spec.ts: should error when extra localId parameter is provided"""
-    # Cannot be specified since this is unauthenticated. (The emulator's second request, an
-    # admin signUp with idToken and localId, is not ported: Herald's signUp has no idToken.)
+    # Cannot be specified since this is unauthenticated.
     expect_error(call(emu, "signUp", {"localId": "anything"}), "UNEXPECTED_PARAMETER : User ID")
+    # Cannot be specified when linking, even when authenticated.
+    user = register_user(emu, unique_email("alice"), PASSWORD)
+    expect_error(call(emu, "signUp", {"idToken": user["idToken"], "localId": "anything"}, admin=True),
+                 "UNEXPECTED_PARAMETER : User ID")
 
 
 def test_should_create_new_account_with_specified_local_id_when_authenticated(emu):

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urljoin, urlsplit
 
 import requests
 
-from helpers import ACTION_URL, API_KEY, action_link, parse_link
+from helpers import ACTION_URL, API_KEY, action_link, parse_link, text_part
 from http_support import (
     CONTINUE, HTTP_TIMEOUT, assert_error, code_of, field_names, hidden_fields, looks_like_html, ok,
     post_form, unique_email,
@@ -114,6 +114,32 @@ def test_change_email_page_applies_the_new_address(server):
     assert srv.admin_user(old) is None
     user = srv.admin_user(new)
     assert user["localId"] == account["localId"] and user["emailVerified"] is True
+
+
+def test_an_email_change_mails_the_old_address_a_page_that_restores_it(server):
+    """updateEmail: the old address gets a RECOVER_EMAIL mail; its page restores the address, verified,
+    and ends the sessions of whoever changed it."""
+    srv = server(server={"enumerationProtection": False})
+    old, new = unique_email("kept"), unique_email("taken")
+    account = srv.sign_up(old, PASSWORD)
+    changed = ok(srv.post("accounts:update", {"idToken": account["idToken"], "email": new}))
+    assert changed["email"] == new and changed["emailVerified"] is False and changed.get("idToken"), changed
+    mail = srv.mail_to(old)
+    assert len(mail) == 1, mail
+    link = action_link(mail[0]["message"])
+    assert parse_link(link)["params"]["mode"] == "recoverEmail", link
+    assert new in text_part(mail[0]["message"])
+    session = requests.Session()
+    page, form = open_page(srv, session, link)
+    assert old in page.text and new in page.text, show(page)
+    assert srv.admin_user(new) is not None  # a GET changes nothing
+    resp = submit(srv, session, page, form, hidden_fields(form))
+    assert resp.status_code == 200 and looks_like_html(resp), show(resp)
+    assert srv.admin_user(new) is None
+    restored = srv.admin_user(old)
+    assert restored["localId"] == account["localId"] and restored["emailVerified"] is True
+    lookup = srv.lookup(changed["idToken"])
+    assert lookup.status_code == 400 and lookup.json()["error"]["message"] == "TOKEN_EXPIRED", show(lookup)
 
 
 # --------------------------------------------------------------------------- clicks and CSRF

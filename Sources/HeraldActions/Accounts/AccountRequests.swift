@@ -78,6 +78,9 @@ public struct ProfileEdit: Sendable {
     public var deleteAttributes: Set<String> = []
     /// Sign in again with the result even when nothing ended the session.
     public var returnSecureToken = false
+    /// End every session (the user's "sign out everywhere"; `validSince` sent with an ID token). Only the
+    /// current time counts, whatever value was sent.
+    public var endSessions = false
     /// The language of the recovery email an email change sends.
     public var locale: String?
 

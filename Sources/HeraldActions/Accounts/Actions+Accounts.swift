@@ -19,11 +19,11 @@ extension Actions {
     public func createAccount(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) throws -> Account {
         try requireAccountOwnership("signUp")
         let admin = caller == .admin
+        if request.localId != nil && !admin { throw HeraldError(.unexpectedParameter, "User ID") }
         let email = try request.email.map { try EmailAddress($0).value }
         if !admin && (email == nil || request.password == nil) {
             throw HeraldError(email == nil ? .missingEmail : .missingPassword, "")
         }
-        if request.localId != nil && !admin { throw HeraldError(.insufficientPermission, "localId is for admin calls") }
         if let password = request.password { try PasswordHasher.checkStrength(password) }
         if let email, try store.account(email: email) != nil { throw HeraldError(.emailExists, "") }  // before the slow hash
         if let uid = request.localId, try store.account(uid: uid) != nil { throw HeraldError(.duplicateLocalID, "") }
@@ -32,7 +32,7 @@ extension Actions {
             passwordHash: try request.password.map(PasswordHasher.hash), displayName: try request.displayName.map(DisplayName.validate),
             disabled: admin ? request.disabled ?? false : false, validSince: now.milliseconds - 1000, createdAt: now,
             lastLoginAt: admin ? nil : now, providers: email != nil && request.password != nil ? ["password"] : [],
-            photoURL: request.photoURL)
+            photoURL: admin ? request.photoURL : nil)  // an app's sign-up sets no photo, as Firebase's does
         try store.createAccount(account)
         return account
     }
@@ -49,7 +49,8 @@ extension Actions {
     /// The account whose email and password these are (see `signInWithPassword`), with its login recorded.
     func checkPassword(email: String?, password: String?, now: Date) throws -> Account {
         try requireAccountOwnership("signInWithPassword")
-        guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
+        guard let email else { throw HeraldError(.missingEmail, "") }
+        guard (try? EmailAddress(email)) != nil else { throw HeraldError(.invalidEmail, "") }
         guard let password, !password.isEmpty else { throw HeraldError(.missingPassword, "") }
         let protected = configuration.server.enumerationProtection
         guard var account = try store.account(email: email.lowercased()) else {
@@ -91,7 +92,8 @@ extension Actions {
             }
             // Revoking "now" (firebase-admin's revoke_refresh_tokens) revokes everything issued up to this
             // moment, not only what the current second's start precedes.
-            return value == Int64(now.timeIntervalSince1970) ? now.milliseconds : value * 1000
+            // One in the future would lock the account out until then: it means "now".
+            return value >= Int64(now.timeIntervalSince1970) ? now.milliseconds : value * 1000
         }
         return try store.updateAccount(uid: uid) { account in
             if let email {

@@ -31,6 +31,7 @@ extension Actions {
                     account.validSince = now.milliseconds
                     account.addProvider("password")
                 }
+                if edit.endSessions { account.validSince = now.milliseconds }
                 if let displayName { account.displayName = displayName }
                 if let photoURL = edit.photoURL { account.photoURL = photoURL }
                 if edit.deleteAttributes.contains("DISPLAY_NAME") { account.displayName = nil }
@@ -43,7 +44,12 @@ extension Actions {
             return (before ?? current, after)
         }
         if let oldEmail = before.email, let changed = account.email, oldEmail != changed {
-            try await sendRecovery(of: account, from: oldEmail, to: changed, locale: edit.locale, now: now)
+            do {
+                try await sendRecovery(of: account, from: oldEmail, to: changed, locale: edit.locale, now: now)
+            } catch {
+                // The change is committed; the user must still get their answer (and new tokens).
+                logger.error("the recovery email after an email change was not queued", metadata: ["uid": "\(account.uid)", "error": "\(error)"])
+            }
         }
         let sessionEnded = account.validSince > before.validSince
         guard sessionEnded || edit.returnSecureToken else { return ProfileUpdate(account: account, session: nil) }

@@ -21,8 +21,8 @@ extension Actions {
         let store = store
         let account = try await offload { try store.account(uid: claims.uid) }
         guard let account else { throw HeraldError(.userNotFound, "") }
-        guard claims.issuedAt >= account.validSince else { throw HeraldError(.tokenExpired, "") }
         guard !account.disabled else { throw HeraldError(.userDisabled, "") }
+        guard claims.issuedAt >= account.validSince else { throw HeraldError(.tokenExpired, "") }
         return (account, claims)
     }
 

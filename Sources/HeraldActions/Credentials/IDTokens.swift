@@ -16,7 +16,7 @@ public final class IDTokens: Sendable {
     private let keys: [(kid: String, key: Insecure.RSA.PrivateKey)]
     private let loaded = Mutex(false)
     /// The public keys as a JWKS, and as Google's `{kid: certificate PEM}`.
-    public let jwks: JWKS
+    public let jwks: PublicKeySet
     public let certificates: [String: String]
 
     init(file: SigningKeyFile, projectID: String, now: Date = Date()) throws {
@@ -24,14 +24,10 @@ public final class IDTokens: Sendable {
         let live = file.liveKeys(at: now)
         keys = try live.map { key in (key.kid, try Insecure.RSA.PrivateKey(backing: SigningKeyFile.privateKey(of: key, path: file.path))) }
         signingKID = JWKIdentifier(string: live.last!.kid)  // the newest key is never retired
-        jwks = JWKS(
+        jwks = PublicKeySet(
             keys: try keys.map { kid, key in
                 let (modulus, exponent) = try key.publicKey.getKeyPrimitives()
-                var jwk = JWK.rsa(
-                    .rs256, identifier: JWKIdentifier(string: kid), modulus: Base64URL.encode(Array(modulus)),
-                    exponent: Base64URL.encode(Array(exponent)))
-                jwk.algorithm = .rs256
-                return jwk
+                return .init(kid: kid, n: Base64URL.encode(Array(modulus)), e: Base64URL.encode(Array(exponent)))
             })
         certificates = Dictionary(uniqueKeysWithValues: live.map { ($0.kid, $0.certificate) })
     }
@@ -131,4 +127,18 @@ public final class IDTokens: Sendable {
             try exp.verifyNotExpired()
         }
     }
+}
+
+/// A JWKS of RSA signing keys, with the `use` member Google's sets carry (jwt-kit's `JWK` has none).
+public struct PublicKeySet: Encodable, Sendable {
+    public struct Key: Encodable, Sendable {
+        public var kty = "RSA"
+        public var alg = "RS256"
+        public var use = "sig"
+        public let kid: String
+        public let n: String
+        public let e: String
+    }
+
+    public let keys: [Key]
 }

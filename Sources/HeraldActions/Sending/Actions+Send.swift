@@ -125,6 +125,7 @@ extension Actions {
         case .recoverEmail:
             throw HeraldError(.invalidRequestType, "")
         case .verifyEmail, .verifyAndChangeEmail:
+            if request.kind == .verifyAndChangeEmail, request.newEmail?.isEmpty ?? true { throw HeraldError(.missingNewEmail, "") }
             let account: Account
             if let signedIn = request.signedIn {
                 account = signedIn
@@ -136,7 +137,8 @@ extension Actions {
                 guard let found = try store.account(email: address) else { throw HeraldError(.userNotFound, "") }
                 account = found
             } else {
-                throw HeraldError(.missingIDToken, "")
+                // Firebase's answers to an app that names no account.
+                throw HeraldError(request.kind == .verifyEmail ? .invalidIDToken : .missingIDToken, "")
             }
             guard let current = account.email else { throw HeraldError(.missingEmail, "the account has no email") }
             var target = Target(email: current, displayName: account.displayName)

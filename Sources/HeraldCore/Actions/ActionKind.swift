@@ -34,6 +34,12 @@ public enum ActionKind: String, CaseIterable, Sendable, Codable {
         self = kind
     }
 
+    /// Where its email goes: the new address for VERIFY_AND_CHANGE_EMAIL (proving it); the account's
+    /// address otherwise, the old one for RECOVER_EMAIL (whose `newEmail` is the address it undoes).
+    public func recipient(email: EmailAddress, newEmail: EmailAddress?) -> EmailAddress {
+        self == .verifyAndChangeEmail ? newEmail ?? email : email
+    }
+
     /// Whether a request may ask for it (`accounts:sendOobCode`, `herald send`, campaigns); RECOVER_EMAIL
     /// only follows an email change.
     public var isRequestable: Bool { self != .recoverEmail }

@@ -39,5 +39,5 @@ public struct ActionRequest: Sendable, Hashable {
 
     /// The address the email goes to: the new address for verify-and-change-email. A recover-email
     /// goes to the old address (`email`); `newEmail` is the one it replaced.
-    public var recipient: EmailAddress { kind == .verifyAndChangeEmail ? newEmail ?? email : email }
+    public var recipient: EmailAddress { kind.recipient(email: email, newEmail: newEmail) }
 }

@@ -60,6 +60,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case missingRefreshToken = "MISSING_REFRESH_TOKEN"
             case invalidRefreshToken = "INVALID_REFRESH_TOKEN"
             case missingLocalID = "MISSING_LOCAL_ID"
+            case unexpectedParameter = "UNEXPECTED_PARAMETER"
         }
 
         private let backing: Backing
@@ -122,6 +123,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let missingRefreshToken = Code(.missingRefreshToken)
         public static let invalidRefreshToken = Code(.invalidRefreshToken)
         public static let missingLocalID = Code(.missingLocalID)
+        public static let unexpectedParameter = Code(.unexpectedParameter)
     }
 
     public let code: Code

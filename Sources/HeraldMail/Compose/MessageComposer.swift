@@ -68,8 +68,8 @@ public struct MessageComposer: Sendable {
             self.date = date
         }
 
-        /// Where the message goes: the new address for verify-and-change-email.
-        public var recipient: EmailAddress { newEmail ?? email }
+        /// Where the message goes: the new address for verify-and-change-email, the old one for recover-email.
+        public var recipient: EmailAddress { kind.recipient(email: email, newEmail: newEmail) }
     }
 
     /// The rendered message, its bytes and its envelope.

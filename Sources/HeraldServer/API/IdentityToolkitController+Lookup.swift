@@ -58,7 +58,7 @@ struct CreateAuthURIBody: StrictDecodable {
 
     static let ignoredFields: Set<String> = [
         "providerId", "tenantId", "authFlowType", "customParameter", "oauthScope", "context", "otaApp", "appId",
-        "openidRealm", "hostedDomain",
+        "openidRealm", "hostedDomain", "oauthConsumerKey",
     ]
 }
 

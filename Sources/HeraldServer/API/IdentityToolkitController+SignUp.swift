@@ -7,6 +7,19 @@ extension IdentityToolkitController {
     @Sendable func signUp(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignUpBody.self, context: context)
         let (actions, signUp) = (actions, body.request)
+        if let idToken = body.idToken {
+            // The SDKs' "link an email and password to the signed-in user".
+            var edit = ProfileEdit()
+            edit.email = body.email
+            edit.password = body.password
+            edit.displayName = body.displayName
+            edit.returnSecureToken = true
+            guard body.email != nil else { throw HeraldError(.missingEmail, "") }
+            guard body.password != nil else { throw HeraldError(.missingPassword, "") }
+            let update = try await actions.updateOwnAccount(idToken: idToken, edit)
+            guard let session = update.session else { throw FirebaseError.internalError }  // returnSecureToken always signs in
+            return SessionReply(kind: SignUpBody.kind, session, displayName: update.account.displayName)
+        }
         let result = try await actions.signUp(signUp, as: .app)
         guard let session = result.session else { throw FirebaseError.internalError }  // an app sign-up always signs in
         return SessionReply(kind: SignUpBody.kind, session, displayName: result.account.displayName)
@@ -16,6 +29,7 @@ extension IdentityToolkitController {
     @Sendable func create(_ request: Request, context: HeraldRequestContext) async throws -> CreatedAccountReply {
         try context.requireAdmin()
         let body = try await request.decode(as: SignUpBody.self, context: context)
+        if body.idToken != nil && body.localId != nil { throw HeraldError(.unexpectedParameter, "User ID") }
         let (actions, signUp) = (actions, body.request)
         let account = try await offload { try actions.createAccount(signUp, as: .admin) }
         return CreatedAccountReply(localId: account.uid, email: account.email, displayName: account.displayName)
@@ -60,8 +74,12 @@ struct SignUpBody: StrictDecodable {
     let localId: String?
     let emailVerified: Bool?
     let disabled: Bool?
+    /// An app's signed-in user adding an email and password to their account.
+    let idToken: String?
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case email, password, displayName, photoUrl, localId, emailVerified, disabled }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case email, password, displayName, photoUrl, localId, emailVerified, disabled, idToken
+    }
 
     static let ignoredFields: Set<String> = [
         "phoneNumber", "returnSecureToken", "tenantId", "targetProjectId", "captchaResponse", "clientType",

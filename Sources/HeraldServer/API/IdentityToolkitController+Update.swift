@@ -14,7 +14,7 @@ extension IdentityToolkitController {
             return UpdateReply(applied: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
         }
         if let idToken = body.idToken {
-            if body.disableUser != nil || body.emailVerified != nil || body.validSince != nil {
+            if body.disableUser != nil || body.emailVerified != nil {
                 throw HeraldError(.operationNotAllowed, "")
             }
             let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
@@ -63,7 +63,8 @@ struct UpdateBody: StrictDecodable {
 
     static let ignoredFields: Set<String> = [
         "deleteProvider", "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
-        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo",
+        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo", "providers",
+        "upgradeToFederatedLogin",
     ]
 
     var deletedAttributes: Set<String> { Set(deleteAttribute?.names(UserAttributeName.name) ?? []) }
@@ -90,6 +91,7 @@ struct UpdateBody: StrictDecodable {
         edit.photoURL = photoUrl
         edit.deleteAttributes = deletedAttributes
         edit.returnSecureToken = returnSecureToken ?? false
+        edit.endSessions = validSince != nil
         return edit
     }
 }

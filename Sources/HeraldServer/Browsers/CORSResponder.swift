@@ -19,7 +19,16 @@ struct CORSResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context ==
         allowedHosts = hosts
     }
 
-    static var allowedHeaders: String { CORSHeaders.allowed }
+    /// The SDKs' headers, plus any other the preflight asks for: the API is cookieless, so a header adds no
+    /// power a page lacks (Firebase and its emulator allow them all).
+    static func allowedHeaders(requested request: Request) -> String {
+        let known = CORSHeaders.allowed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let lowered = Set(known.map { $0.lowercased() })
+        let requested = (request.headers[.accessControlRequestHeaders] ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !lowered.contains($0.lowercased()) && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
+        return (known + requested).joined(separator: ", ")
+    }
 
     @Sendable func respond(to request: Request, context: HeraldRequestContext) async throws -> Response {
         let origin = request.headers[.origin].flatMap { isAllowed($0) ? $0 : nil }
@@ -51,7 +60,7 @@ struct CORSResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context ==
     private func preflight(_ request: Request, origin: String?) -> Response {
         guard let origin else { return Response(status: .forbidden, headers: [.vary: "Origin"]) }
         var headers: HTTPFields = [
-            .vary: "Origin", .accessControlAllowMethods: "GET, POST, OPTIONS", .accessControlAllowHeaders: Self.allowedHeaders,
+            .vary: "Origin", .accessControlAllowMethods: "GET, POST, OPTIONS", .accessControlAllowHeaders: Self.allowedHeaders(requested: request),
             .accessControlMaxAge: "3600",
         ]
         Self.allow(origin, in: &headers)
