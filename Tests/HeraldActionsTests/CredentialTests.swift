@@ -52,7 +52,7 @@ import Testing
         let second = try file.rotate(now: start.addingTimeInterval(60))
         #expect(file.liveKeys(at: start.addingTimeInterval(120)).map(\.kid) == [first, second.kid])
         #expect(file.liveKeys(at: start.addingTimeInterval(60 + SigningKeyFile.retiredKeyLifetime + 1)).map(\.kid) == [second.kid])
-        let third = try file.rotate(now: start.addingTimeInterval(7200))
+        let third = try file.rotate(now: start.addingTimeInterval(60 + SigningKeyFile.retiredKeyLifetime + 10))
         #expect(try SigningKeyFile.openOrCreate(path: path).keys.map(\.kid) == [second.kid, third.kid])
     }
 
@@ -106,6 +106,44 @@ import Testing
         let other = try await protected.actions.signUp(SignUpRequest(email: "bob@example.com", password: "secret-1"), as: .app)
         #expect(
             await Self.code { _ = try await protected.actions.updateOwnAccount(idToken: other.session?.idToken, edit) } == "OPERATION_NOT_ALLOWED")
+    }
+
+    @Test func changingTheEmailOrPasswordNeedsARecentSignIn() async throws {
+        let rulebook = try Rulebook { $0.server.enumerationProtection = false }
+        let account = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        // A refreshed token of a session that began an hour ago.
+        let stale = try await rulebook.actions.idTokens().issue(for: account, provider: "password", authTime: Date(timeIntervalSinceNow: -3600))
+        var edit = ProfileEdit()
+        edit.password = "secret-2"
+        #expect(await Self.code { _ = try await rulebook.actions.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        edit = ProfileEdit()
+        edit.email = "mallory@example.com"
+        #expect(await Self.code { _ = try await rulebook.actions.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        #expect(await Self.code { try await rulebook.actions.deleteOwnAccount(idToken: stale) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        edit = ProfileEdit()
+        edit.displayName = "Ada"
+        #expect(try await rulebook.actions.updateOwnAccount(idToken: stale, edit).account.displayName == "Ada")
+    }
+
+    @Test func aCodeSpeaksOnlyForTheAccountThatHadTheAddressWhenItWasMinted() async throws {
+        let rulebook = try Rulebook()
+        let actions = rulebook.actions
+        let first = try actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        var codes: [ActionKind: String] = [:]
+        for kind in [ActionKind.resetPassword, .verifyEmail] {
+            guard
+                case .link(let code, _) = try await actions.send(SendRequest(kind: kind, email: "ada@example.com", returnLink: true), as: .admin)
+                    .delivery
+            else { throw HeraldError(.invalidArgument, "expected a link") }
+            codes[kind] = code
+        }
+        try actions.deleteAccount(uid: first.uid)
+        try await Task.sleep(for: .milliseconds(5))
+        _ = try actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-9"), as: .admin)
+        #expect(
+            await Self.code { _ = try actions.resetPassword(code: codes[.resetPassword], newPassword: "taken-over", visitor: Self.visitor) }
+                == "INVALID_OOB_CODE")
+        #expect(await Self.code { _ = try actions.applyVerification(code: codes[.verifyEmail], visitor: Self.visitor) } == "INVALID_OOB_CODE")
     }
 
     @Test func passwordHashesAreSaltedAndVerify() throws {

@@ -90,25 +90,26 @@ extension Actions {
             guard let value = Int64(seconds), value >= 0, value < 253_402_300_800 else {
                 throw HeraldError(.invalidArgument, "validSince must be Unix seconds")
             }
-            // Revoking "now" (firebase-admin's revoke_refresh_tokens) revokes everything issued up to this
-            // moment, not only what the current second's start precedes.
-            // One in the future would lock the account out until then: it means "now".
-            return value >= Int64(now.timeIntervalSince1970) ? now.milliseconds : value * 1000
+            // Revoking "now" (firebase-admin's revoke_refresh_tokens sends the current second, which may have
+            // ended by the time it arrives) revokes everything issued up to this moment, not only what that
+            // second's start precedes. One in the future would lock the account out until then: also "now".
+            return value >= Int64(now.timeIntervalSince1970) - 1 ? now.milliseconds : value * 1000
         }
         return try store.updateAccount(uid: uid) { account in
             if let email {
                 account.email = email
                 account.emailVerified = false
             }
+            let committing = max(now, Date())  // after the slow hash: a sign-in racing it is ended too
             if let hash {
                 account.passwordHash = hash
-                account.validSince = now.milliseconds
+                account.endSessions(at: committing)
                 account.addProvider("password")
             }
             if let displayName { account.displayName = displayName }
             if let verified = edit.emailVerified { account.emailVerified = verified }
             if let disabled = edit.disabled {
-                if disabled && !account.disabled { account.validSince = now.milliseconds }  // its sessions end for good
+                if disabled && !account.disabled { account.endSessions(at: committing) }  // its sessions end for good
                 account.disabled = disabled
             }
             if let photoURL = edit.photoURL { account.photoURL = photoURL }

@@ -8,12 +8,19 @@ extension Actions {
     /// sends the old address a RECOVER_EMAIL link that changes it back; a new password ends every session too.
     /// The answer carries a new session whenever the old one ended (or `returnSecureToken` asks).
     ///
-    /// - Throws: the ID token's errors, `INVALID_EMAIL`, `EMAIL_EXISTS`, `WEAK_PASSWORD`, `INVALID_DISPLAY_NAME`;
+    /// Changing the email or the password needs a recent sign-in (the session's `auth_time`), as Firebase
+    /// requires: a stolen refresh token alone cannot take the account over.
+    ///
+    /// - Throws: the ID token's errors, `CREDENTIAL_TOO_OLD_LOGIN_AGAIN`, `INVALID_EMAIL`, `EMAIL_EXISTS`,
+    ///   `WEAK_PASSWORD`, `INVALID_DISPLAY_NAME`;
     ///   `OPERATION_NOT_ALLOWED` for an email change under enumeration protection (verify the new address
     ///   first: VERIFY_AND_CHANGE_EMAIL), as Firebase answers.
     public func updateOwnAccount(idToken: String?, _ edit: ProfileEdit, now: Date = Date()) async throws -> ProfileUpdate {
         let (current, claims) = try await signedIn(idToken)
         let newEmail = try edit.email.map { try EmailAddress($0).value }
+        if (newEmail != nil && newEmail != current.email) || edit.password != nil || edit.deleteAttributes.contains("PASSWORD") {
+            try Self.requireRecentSignIn(claims, now: now)
+        }
         if let newEmail, newEmail != current.email, configuration.server.enumerationProtection {
             throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
         }
@@ -25,13 +32,15 @@ extension Actions {
             var before: Account?
             let after = try store.updateAccount(uid: current.uid) { account in
                 before = account
-                if let newEmail, newEmail != account.email { account.changeEmail(to: newEmail, now: now) }
+                // Sessions end as the change commits: a sign-in racing the slow hash is ended too.
+                let committing = max(now, Date())
+                if let newEmail, newEmail != account.email { account.changeEmail(to: newEmail, now: committing) }
                 if let hash {
                     account.passwordHash = hash
-                    account.validSince = now.milliseconds
+                    account.endSessions(at: committing)
                     account.addProvider("password")
                 }
-                if edit.endSessions { account.validSince = now.milliseconds }
+                if edit.endSessions { account.endSessions(at: committing) }
                 if let displayName { account.displayName = displayName }
                 if let photoURL = edit.photoURL { account.photoURL = photoURL }
                 if edit.deleteAttributes.contains("DISPLAY_NAME") { account.displayName = nil }
@@ -59,10 +68,21 @@ extension Actions {
 
     /// Deletes the signed-in user's own account.
     ///
-    /// - Throws: the ID token's errors.
-    public func deleteOwnAccount(idToken: String?) async throws {
-        let account = try await account(forIDToken: idToken)
+    /// - Throws: the ID token's errors, `CREDENTIAL_TOO_OLD_LOGIN_AGAIN`.
+    public func deleteOwnAccount(idToken: String?, now: Date = Date()) async throws {
+        let (account, claims) = try await signedIn(idToken)
+        try Self.requireRecentSignIn(claims, now: now)
         try await offload { try self.deleteAccount(uid: account.uid) }
+    }
+
+    /// How recent a sign-in must be for sensitive changes (Firebase's "requires recent login").
+    static let recentSignIn: TimeInterval = 300
+
+    /// - Throws: `CREDENTIAL_TOO_OLD_LOGIN_AGAIN` when the session began longer ago than `recentSignIn`.
+    static func requireRecentSignIn(_ claims: IDTokens.Claims, now: Date) throws {
+        guard now.timeIntervalSince1970 - Double(claims.authTime) <= recentSignIn else {
+            throw HeraldError(.credentialTooOldLoginAgain, "")
+        }
     }
 
     /// Queues (or, in emulator mode, lists) the RECOVER_EMAIL link to the address an email change replaced.

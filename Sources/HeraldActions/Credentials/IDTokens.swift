@@ -23,7 +23,10 @@ public final class IDTokens: Sendable {
         self.projectID = projectID
         let live = file.liveKeys(at: now)
         keys = try live.map { key in (key.kid, try Insecure.RSA.PrivateKey(backing: SigningKeyFile.privateKey(of: key, path: file.path))) }
-        signingKID = JWKIdentifier(string: live.last!.kid)  // the newest key is never retired
+        guard let signing = live.last, signing.retiredAt == nil else {
+            throw HeraldError(.invalidConfiguration, "tokens.keyFile \(file.path): no signing key")
+        }
+        signingKID = JWKIdentifier(string: signing.kid)
         jwks = PublicKeySet(
             keys: try keys.map { kid, key in
                 let (modulus, exponent) = try key.publicKey.getKeyPrimitives()

@@ -29,8 +29,10 @@ public struct SigningKeyFile: Sendable {
     /// Oldest first; the last one signs.
     public private(set) var keys: [Key]
 
-    /// How long a retired key keeps verifying: an ID token's lifetime plus clock skew.
-    public static let retiredKeyLifetime: TimeInterval = IDTokens.lifetime + 300
+    /// How long a retired key keeps verifying and stays published. A running `herald serve` keeps signing
+    /// with the key it started with until it restarts, so this is a day plus an ID token's lifetime:
+    /// restart within a day of rotating and no token that was ever issued is refused early.
+    public static let retiredKeyLifetime: TimeInterval = 86_400 + IDTokens.lifetime
 
     /// Reads the key file, creating it with one fresh key when it does not exist.
     ///
@@ -56,7 +58,7 @@ public struct SigningKeyFile: Sendable {
         return key
     }
 
-    /// The keys whose tokens may still be valid at `now`: the signing key and recently retired ones.
+    /// The keys whose tokens may still be valid at `now`: the signing key (last) and recently retired ones.
     public func liveKeys(at now: Date = Date()) -> [Key] {
         keys.filter { key in key.retiredAt.map { now.timeIntervalSince($0) <= Self.retiredKeyLifetime } ?? true }
     }
@@ -85,6 +87,11 @@ public struct SigningKeyFile: Sendable {
         guard let contents = try? decoder.decode(Contents.self, from: data), !contents.keys.isEmpty,
             contents.keys.allSatisfy({ $0.algorithm == "RS256" })
         else { throw problem(path, "it is not a Herald signing key file") }
+        guard Set(contents.keys.map(\.kid)).count == contents.keys.count else { throw problem(path, "two keys share a kid") }
+        // Exactly one key signs, and it is the last (as `rotate` writes the file).
+        guard contents.keys.filter({ $0.retiredAt == nil }).count == 1, contents.keys.last?.retiredAt == nil else {
+            throw problem(path, "exactly one key, the last, must be unretired (the signing key)")
+        }
         return SigningKeyFile(path: path, keys: contents.keys)
     }
 
@@ -99,11 +106,15 @@ public struct SigningKeyFile: Sendable {
         if !directory.isEmpty {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        let temporary = "\(path).\(ProcessInfo.processInfo.processIdentifier).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw Self.problem(path, "it cannot be written")
-        }
+        // A random name (two processes may share a PID across containers), created 0600 from the start.
+        let temporary = "\(path).\(RandomToken.hex(bytes: 8)).tmp"
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.problem(path, "it cannot be written (errno \(errno))") }
         defer { unlink(temporary) }
+        let written = data.withUnsafeBytes { bytes in Foundation.write(descriptor, bytes.baseAddress, bytes.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced else { throw Self.problem(path, "it cannot be written") }
         if replacing {
             guard rename(temporary, path) == 0 else { throw Self.problem(path, "it cannot be replaced") }
             return true

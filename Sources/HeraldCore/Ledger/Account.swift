@@ -60,7 +60,7 @@ extension Account {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
         if code.kind == .verifyAndChangeEmail, let newEmail = code.newEmail {
             email = newEmail
-            validSince = now.milliseconds
+            endSessions(at: now)
         }
         emailVerified = true
     }
@@ -72,7 +72,7 @@ extension Account {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
         passwordHash = hash
         emailVerified = true
-        validSince = now.milliseconds
+        endSessions(at: now)
         addProvider("password")
     }
 
@@ -84,7 +84,7 @@ extension Account {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
         if ownsAddress && !emailVerified && passwordHash != nil {
             passwordHash = nil
-            validSince = now.milliseconds
+            endSessions(at: now)
         }
         emailVerified = true
         emailLinkSignin = true
@@ -100,7 +100,7 @@ extension Account {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
         email = code.email
         emailVerified = true
-        validSince = now.milliseconds
+        endSessions(at: now)
     }
 
     /// An email change by the account's owner: the new address is unproven, earlier sessions end, and the
@@ -109,6 +109,18 @@ extension Account {
         if initialEmail == nil { initialEmail = email }
         email = newEmail
         emailVerified = false
-        validSince = now.milliseconds
+        endSessions(at: now)
+    }
+
+    /// Ends every session issued before `date`: ID and refresh tokens issued earlier fail. Never moves
+    /// `validSince` back, so an earlier-started change cannot undo a later revocation.
+    public mutating func endSessions(at date: Date) {
+        validSince = max(validSince, date.milliseconds)
+    }
+
+    /// Whether the account existed when `code` was minted. A code minted for an address speaks for the
+    /// account that had it then: one deleted and signed up again (by someone else) is not that account.
+    public func existed(before code: CodeRecord) -> Bool {
+        createdAt.milliseconds <= code.createdAt.milliseconds
     }
 }

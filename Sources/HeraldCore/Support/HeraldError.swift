@@ -61,6 +61,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidRefreshToken = "INVALID_REFRESH_TOKEN"
             case missingLocalID = "MISSING_LOCAL_ID"
             case unexpectedParameter = "UNEXPECTED_PARAMETER"
+            case credentialTooOldLoginAgain = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
         }
 
         private let backing: Backing
@@ -124,6 +125,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidRefreshToken = Code(.invalidRefreshToken)
         public static let missingLocalID = Code(.missingLocalID)
         public static let unexpectedParameter = Code(.unexpectedParameter)
+        public static let credentialTooOldLoginAgain = Code(.credentialTooOldLoginAgain)
     }
 
     public let code: Code

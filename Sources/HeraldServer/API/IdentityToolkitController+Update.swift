@@ -14,7 +14,7 @@ extension IdentityToolkitController {
             return UpdateReply(applied: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
         }
         if let idToken = body.idToken {
-            if body.disableUser != nil || body.emailVerified != nil {
+            if body.disableUser != nil {  // an owner cannot (un)disable themselves; `emailVerified` is ignored, as Firebase does
                 throw HeraldError(.operationNotAllowed, "")
             }
             let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }

@@ -12,16 +12,16 @@ extension SQLiteStore {
     public func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord) {
         try redeem(code, expecting: [.verifyEmail, .verifyAndChangeEmail, .recoverEmail], visitor: visitor, now: now) { db, record in
             if record.kind == .recoverEmail {
-                // The account the change moved to `newEmail` (or, changed again since, the one that started at `email`).
-                let moved = try record.newEmail.flatMap { try Self.account(db, email: $0) }
-                let started = try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE initial_email = ?", arguments: [record.email])
-                    .map(Records.account)
-                guard var account = moved ?? started else { throw HeraldError(.invalidOOBCode, "") }
+                // Only the account the change moved to `newEmail`, still there, that started at `email`.
+                guard var account = try record.newEmail.flatMap({ try Self.account(db, email: $0) }),
+                    account.initialEmail == record.email, account.existed(before: record)
+                else { throw HeraldError(.invalidOOBCode, "") }
                 try account.applyRecovery(record, now: now)
                 try Self.update(db, account)  // EMAIL_EXISTS when another account took the address meanwhile
                 return (account, record)
             }
             guard var account = try Self.account(db, email: record.email) else { throw HeraldError(.emailNotFound, "") }
+            guard account.existed(before: record) else { throw HeraldError(.invalidOOBCode, "") }
             try account.applyVerification(record, now: now)
             try Self.update(db, account)
             return (account, record)
@@ -31,6 +31,7 @@ extension SQLiteStore {
     public func redeemPasswordReset(_ code: String, passwordHash: String, visitor: Visitor, now: Date) throws -> Account {
         try redeem(code, expecting: [.resetPassword], visitor: visitor, now: now) { db, record in
             guard var account = try Self.account(db, email: record.email) else { throw HeraldError(.emailNotFound, "") }
+            guard account.existed(before: record) else { throw HeraldError(.invalidOOBCode, "") }
             try account.applyPasswordReset(passwordHash: passwordHash, now: now)
             try Self.update(db, account)
             return account
