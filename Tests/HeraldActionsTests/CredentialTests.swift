@@ -146,6 +146,20 @@ import Testing
         #expect(await Self.code { _ = try actions.applyVerification(code: codes[.verifyEmail], visitor: Self.visitor) } == "INVALID_OOB_CODE")
     }
 
+    @Test func anAdministratorsEmailChangeEndsTheAccountsSessions() async throws {
+        let rulebook = try Rulebook()
+        let signedUp = try await rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
+        var edit = AccountEdit()
+        edit.email = "ada.lovelace@example.com"
+        let edited = try rulebook.actions.editAccount(uid: signedUp.account.uid, edit)
+        #expect(edited.email == "ada.lovelace@example.com" && !edited.emailVerified && edited.initialEmail == "ada@example.com")
+        let refresh = signedUp.session?.refreshToken
+        #expect(await Self.code { _ = try await rulebook.actions.refresh(grantType: "refresh_token", refreshToken: refresh) } == "TOKEN_EXPIRED")
+        // The same address again changes nothing.
+        let again = try rulebook.actions.editAccount(uid: signedUp.account.uid, edit)
+        #expect(again.validSince == edited.validSince)
+    }
+
     @Test func passwordHashesAreSaltedAndVerify() throws {
         let first = try PasswordHasher.hash("correct horse")
         let second = try PasswordHasher.hash("correct horse")

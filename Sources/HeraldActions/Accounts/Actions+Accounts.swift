@@ -96,11 +96,9 @@ extension Actions {
             return value >= Int64(now.timeIntervalSince1970) - 1 ? now.milliseconds : value * 1000
         }
         return try store.updateAccount(uid: uid) { account in
-            if let email {
-                account.email = email
-                account.emailVerified = false
-            }
             let committing = max(now, Date())  // after the slow hash: a sign-in racing it is ended too
+            // A new address is unproven and ends the account's sessions, as the owner's own change does.
+            if let email, email != account.email { account.changeEmail(to: email, now: committing) }
             if let hash {
                 account.passwordHash = hash
                 account.endSessions(at: committing)
