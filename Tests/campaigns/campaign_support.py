@@ -8,9 +8,7 @@ wrapper); conftest.py puts those directories on sys.path first.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
 import struct
 import subprocess
@@ -26,6 +24,7 @@ import requests
 
 from helpers import action_link, assert_one_error_line, deep_merge, query, row_count, wait_until, write_config
 from http_support import ADMIN_TOKEN, CONTINUE, HTTP_TIMEOUT, code_of, ok
+from suites import chromium_binary
 
 STATES = ["queued", "sending", "sent", "deferred", "failed", "dead", "expired", "cancelled"]
 PENDING = {"queued", "sending", "deferred"}
@@ -36,7 +35,6 @@ AUDIT_FIELDS = [
 UNSUBSCRIBE_MAILTO = "unsubscribe@herald-demo.example"
 UNSUBSCRIBE_URL = "https://app.example.com/unsubscribe"
 CAMPAIGNS = {"unsubscribeMailto": UNSUBSCRIBE_MAILTO, "unsubscribeUrl": UNSUBSCRIBE_URL}
-CHROMIUM = "/usr/bin/chromium"  # Debian's `chromium` package (scripts/install-deps.sh)
 COMMAND_TIMEOUT = 60  # seconds, every herald command unless a test says otherwise
 MAIL_TIMEOUT = 30  # seconds for queued mail to reach the capture server
 
@@ -287,14 +285,6 @@ def assert_standalone_report(page: str) -> None:
     assert not re.search(r"<script\b", page, re.I), "the report must need no JavaScript"
     assert not re.search(r"""\son[a-z]+\s*=\s*["']""", page, re.I), "inline event handlers are JavaScript too"
     assert not _EXTERNAL.search(page), "the report must be standalone (no external resources)"
-
-
-def chromium_binary() -> str:
-    path = shutil.which("chromium") or CHROMIUM
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.fail(f"headless Chromium not found ({CHROMIUM}): install Debian's `chromium` package "
-                    "(scripts/install-deps.sh does).", pytrace=False)
-    return path
 
 
 def render_in_chromium(page: Path, out_dir: Path) -> SimpleNamespace:

@@ -19,7 +19,6 @@ module's last test's teardown with the server's output.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -31,19 +30,10 @@ for _dir in (_TESTS / "integration", _TESTS / "support", _TESTS / "http", Path(_
         sys.path.insert(0, str(_dir))
 
 
-def _load(name: str, path: Path):
-    """Import a sibling suite's conftest.py under a name of its own."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from suites import sibling_conftest  # noqa: E402
 
-
-_integration = _load("herald_integration_conftest", _TESTS / "integration" / "conftest.py")
-_http = _load("herald_http_conftest", _TESTS / "http" / "conftest.py")
+_integration = sibling_conftest("integration")
+_http = sibling_conftest("http")
 
 herald_bin = _integration.herald_bin
 server = _http.server

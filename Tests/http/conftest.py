@@ -16,9 +16,6 @@ line `READY http://127.0.0.1:<port>` and returns a HeraldServer
 
 from __future__ import annotations
 
-import importlib.util
-
-import os
 import sys
 from pathlib import Path
 
@@ -29,22 +26,12 @@ for _dir in (_TESTS / "integration", _TESTS / "support", Path(__file__).resolve(
     if str(_dir) not in sys.path:
         sys.path.insert(0, str(_dir))
 
-from helpers import REPO_ROOT, CaptureServer, deep_merge  # noqa: E402
+from helpers import CaptureServer, deep_merge  # noqa: E402
 from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
+from suites import sibling_conftest  # noqa: E402
 
 
-def _load_integration_conftest():
-    """The integration suite's conftest under a name of its own: `herald_bin` lives there, once."""
-    name = "herald_integration_conftest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "Tests" / "integration" / "conftest.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-herald_bin = _load_integration_conftest().herald_bin
+herald_bin = sibling_conftest("integration").herald_bin
 
 
 @pytest.fixture

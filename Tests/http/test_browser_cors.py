@@ -11,9 +11,7 @@ import functools
 import html
 import http.server
 import json
-import os
 import re
-import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -24,8 +22,8 @@ import requests
 
 from helpers import API_KEY
 from http_support import HTTP_TIMEOUT, PROJECT, ok, unique_email
+from suites import chromium_binary
 
-CHROMIUM = "/usr/bin/chromium"  # Debian's `chromium` package, as Tests/campaigns uses it
 CHROMIUM_TIMEOUT = 60
 PASSWORD = "browser-password-1"
 CLIENT_VERSION = "Chrome/JsCore/11.0.0/FirebaseCore-web"
@@ -212,17 +210,9 @@ def page_for(srv, plan: dict) -> str:
                    "client_version": json.dumps(CLIENT_VERSION)}
 
 
-def chromium() -> str:
-    path = shutil.which("chromium") or CHROMIUM
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.fail(f"headless Chromium not found ({CHROMIUM}): install Debian's `chromium` package "
-                    "(scripts/install-deps.sh does).", pytrace=False)
-    return path
-
-
 def run_page(url: str, profile: Path) -> dict:
     """Load `url` in headless Chromium, let its script finish, return {step name: outcome}."""
-    argv = [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+    argv = [chromium_binary(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
             "--no-default-browser-check", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
             "--virtual-time-budget=10000", "--dump-dom", url]
     try:

@@ -101,7 +101,7 @@ extension Actions {
         email: String?, code: String?, idToken: String?, visitor: Visitor, now: Date = Date()
     ) async throws -> (session: Session, isNewUser: Bool) {
         try requireAccountOwnership("signInWithEmailLink")
-        let linkTo = try await idToken.asyncMap { try await account(forIDToken: $0) }
+        let linkTo: Account? = if let idToken { try await account(forIDToken: idToken) } else { nil }
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let store = store
@@ -132,12 +132,4 @@ extension Actions {
 
     /// An HMAC of the code under the server key: binds an action page's form to its code (CSRF).
     public func formToken(for code: String) -> String { forms.sign("csrf:" + code) }
-}
-
-extension Optional {
-    /// `map` with an asynchronous transform.
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let value = self else { return nil }
-        return try await transform(value)
-    }
 }

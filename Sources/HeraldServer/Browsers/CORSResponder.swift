@@ -22,12 +22,11 @@ struct CORSResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context ==
     /// The SDKs' headers, plus any other the preflight asks for: the API is cookieless, so a header adds no
     /// power a page lacks (Firebase and its emulator allow them all).
     static func allowedHeaders(requested request: Request) -> String {
-        let known = CORSHeaders.allowed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let lowered = Set(known.map { $0.lowercased() })
+        let known = Set(CORSHeaders.allowed.map { $0.lowercased() })
         let requested = (request.headers[.accessControlRequestHeaders] ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !lowered.contains($0.lowercased()) && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
-        return (known + requested).joined(separator: ", ")
+            .filter { !$0.isEmpty && !known.contains($0.lowercased()) && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }
+        return (CORSHeaders.allowed + requested).joined(separator: ", ")
     }
 
     @Sendable func respond(to request: Request, context: HeraldRequestContext) async throws -> Response {
@@ -82,5 +81,5 @@ enum CORSHeaders {
     static let allowed = [
         "Content-Type", "Authorization", "X-Firebase-Locale", "X-Client-Version", "X-Firebase-gmpid", "X-Firebase-AppCheck",
         "X-Firebase-Client", "X-Goog-Api-Key", "X-Goog-Api-Client",
-    ].joined(separator: ", ")
+    ]
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldActions
 import HeraldCore
 import Hummingbird
 
@@ -17,24 +18,16 @@ struct StrictJSONDecoder: RequestDecoder {
         } catch {
             throw HeraldError(.invalidArgument, "the request body is larger than \(limit) bytes")
         }
-        let data = Data(body.readableBytesView)
-        if let context = context as? HeraldRequestContext, context.caller == .app, Self.namesTargetProject(data) {
-            throw HeraldError(.insufficientPermission, "Only authenticated requests can specify target_project_id.")
-        }
-        return try decode(type, from: data)
+        let caller = (context as? HeraldRequestContext)?.caller ?? .admin
+        return try decode(type, from: Data(body.readableBytesView), caller: caller)
     }
 
-    /// Whether a body names `targetProjectId`, which only administrators may.
-    private static func namesTargetProject(_ data: Data) -> Bool {
-        guard let names = try? JSONDecoder().decode(TopLevelNames.self, from: data).names else { return false }
-        return names.contains { FieldName.camelCase($0).lowercased() == "targetprojectid" }
-    }
-
-    /// Decodes `data` (empty means `{}`), checking field names when `T` is `StrictDecodable`.
-    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+    /// Decodes `data` (empty means `{}`), checking field names when `T` is `StrictDecodable`; an app
+    /// caller may not name `targetProjectId`.
+    func decode<T: Decodable>(_ type: T.Type, from data: Data, caller: Actions.Caller = .admin) throws -> T {
         let json = data.isEmpty ? Data("{}".utf8) : data
         if let strict = T.self as? any StrictDecodable.Type {
-            try Self.checkFields(json, allowed: strict.fieldNames)
+            try Self.checkFields(json, allowed: strict.fieldNames, caller: caller)
         }
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .custom { path in FieldName(FieldName.camelCase(path.last?.stringValue ?? "")) }
@@ -45,8 +38,9 @@ struct StrictJSONDecoder: RequestDecoder {
         }
     }
 
-    /// - Throws: `INVALID_ARGUMENT` unless `json` is an object whose every field is `allowed`.
-    private static func checkFields(_ json: Data, allowed: Set<String>) throws {
+    /// - Throws: `INVALID_ARGUMENT` unless `json` is an object whose every field is `allowed`;
+    ///   `INSUFFICIENT_PERMISSION` when an app names `targetProjectId`, which only administrators may.
+    private static func checkFields(_ json: Data, allowed: Set<String>, caller: Actions.Caller) throws {
         let names: [String]
         do {
             names = try JSONDecoder().decode(TopLevelNames.self, from: json).names
@@ -54,6 +48,9 @@ struct StrictJSONDecoder: RequestDecoder {
             throw HeraldError(.invalidArgument, "Invalid JSON payload received.")
         } catch {
             throw HeraldError(.invalidArgument, "Invalid JSON payload received. Expected an object.")
+        }
+        if caller == .app, names.contains(where: { FieldName.camelCase($0).lowercased() == "targetprojectid" }) {
+            throw HeraldError(.insufficientPermission, "Only authenticated requests can specify target_project_id.")
         }
         for name in names where !allowed.contains(FieldName.camelCase(name)) {
             throw HeraldError(.invalidArgument, "Invalid JSON payload received. Unknown name \"\(name)\": Cannot find field.")

@@ -39,6 +39,22 @@ import Testing
         #expect(html.contains(#"minlength="6""#))
     }
 
+    @Test(arguments: ["en", "de", "pl", "id", "fa"])
+    func theRecoverPageNamesBothAddressesInEveryLocale(_ lang: String) throws {
+        let strings =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: Self.templates + "/pages/strings/\(lang).json"))) as? [String: String]
+        let button = try #require(strings?["button_recover"])
+        var form = PageForm(mode: "recoverEmail", oobCode: "c0de", apiKey: "key", csrfToken: "token", continueUrl: nil)
+        form.email = "ada@example.com"
+        form.newEmail = "mallory@example.com"
+        let html = pages.render(.recoverConfirm, lang: lang, form: form)
+        #expect(html.contains(#"lang="\#(lang)""#))
+        #expect(html.contains("ada@example.com") && html.contains("mallory@example.com"))
+        #expect(html.contains(button) && html.contains(#"name="mode" value="recoverEmail""#))
+        #expect(!html.contains("{{"))
+    }
+
     @Test func handingOverACodeKeepsTheContinueURLsParameters() {
         let response = ActionPagesController.redirect(
             handingOver: "c0de", .verifyEmail, to: "https://app.example.com/finish?step=2", apiKey: "key", lang: "de")
