@@ -141,6 +141,43 @@ enum SQLiteMigrations {
                     ALTER TABLE accounts ADD COLUMN initial_email TEXT;
                     """)
         }
+        migrator.registerMigration("v7: worker heartbeats, claim owners, queue lifetime, bulk idempotency") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE workers (
+                        id TEXT PRIMARY KEY,                -- random per worker process
+                        host TEXT NOT NULL,                 -- hostname and boot id: where `pid` means something
+                        pid INTEGER NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        heartbeat_at INTEGER NOT NULL,      -- refreshed every few seconds while the worker lives
+                        stopped_at INTEGER                  -- set by a clean stop, or when found dead
+                    ) WITHOUT ROWID;
+                    ALTER TABLE outbox ADD COLUMN claimed_by TEXT;     -- '<worker id>/<connection>' holding the lease
+                    ALTER TABLE outbox ADD COLUMN due_at INTEGER;      -- first due; worker.maxQueueLifetime counts from here
+                    ALTER TABLE outbox ADD COLUMN bulk_key TEXT;       -- `send --recipients`: one key per file and options
+                    UPDATE outbox SET due_at = next_attempt_at WHERE state IN ('queued','deferred','sending') AND attempts = 0;
+                    UPDATE outbox SET due_at = queued_at WHERE due_at IS NULL;
+                    CREATE INDEX outbox_claimed_by ON outbox(claimed_by) WHERE state = 'sending';
+                    CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_key, recipient) WHERE bulk_key IS NOT NULL;
+
+                    CREATE TABLE delivery_attempts_v7 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        outbox_id INTEGER NOT NULL REFERENCES outbox(id),
+                        attempt INTEGER NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        finished_at INTEGER NOT NULL,
+                        -- 'connection': the server or the connection failed, not the message; no attempt charged
+                        outcome TEXT NOT NULL CHECK (outcome IN ('sent','deferred','failed','dead','interrupted','connection')),
+                        reply_code INTEGER,
+                        reply_text TEXT,
+                        next_attempt_at INTEGER
+                    );
+                    INSERT INTO delivery_attempts_v7 SELECT * FROM delivery_attempts;
+                    DROP TABLE delivery_attempts;
+                    ALTER TABLE delivery_attempts_v7 RENAME TO delivery_attempts;
+                    CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -67,19 +67,27 @@ extension SQLiteStore {
     }
 
     /// Lets the worker send again; with a rate, the remaining rows are spaced out from now.
+    ///
+    /// The time spent paused does not count against `worker.maxQueueLifetime`: waiting rows are due from now.
     public func resume(campaign id: Int64, now: Date) throws {
         try pool.write { db in
             try setState(db, id, .active, from: [.paused, .active], now: now)
             let campaign = try Records.campaign(try Row.fetchOne(db, sql: "SELECT * FROM campaigns WHERE id = ?", arguments: [id])!)
-            guard let rate = campaign.rate else { return }
+            if let rate = campaign.rate {
+                try db.execute(
+                    sql: """
+                        WITH ranked AS (
+                            SELECT id, ROW_NUMBER() OVER (ORDER BY next_attempt_at, id) - 1 AS n
+                            FROM outbox WHERE campaign_id = :campaign AND state IN ('queued','deferred'))
+                        UPDATE outbox SET next_attempt_at = MAX(outbox.next_attempt_at, :now + CAST(ranked.n * :interval AS INTEGER))
+                        FROM ranked WHERE outbox.id = ranked.id
+                        """, arguments: ["campaign": id, "now": now.milliseconds, "interval": 1000 / rate])
+            }
             try db.execute(
                 sql: """
-                    WITH ranked AS (
-                        SELECT id, ROW_NUMBER() OVER (ORDER BY next_attempt_at, id) - 1 AS n
-                        FROM outbox WHERE campaign_id = :campaign AND state IN ('queued','deferred'))
-                    UPDATE outbox SET next_attempt_at = MAX(outbox.next_attempt_at, :now + CAST(ranked.n * :interval AS INTEGER))
-                    FROM ranked WHERE outbox.id = ranked.id
-                    """, arguments: ["campaign": id, "now": now.milliseconds, "interval": 1000 / rate])
+                    UPDATE outbox SET due_at = MAX(COALESCE(due_at, 0), :now, CASE WHEN attempts = 0 THEN next_attempt_at ELSE 0 END)
+                    WHERE campaign_id = :campaign AND state IN ('queued','deferred')
+                    """, arguments: ["campaign": id, "now": now.milliseconds])
         }
     }
 
@@ -109,8 +117,8 @@ extension SQLiteStore {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT OR IGNORE INTO outbox (action, recipient, email, locale, display_name, settings, message_id, priority,
-                        state, queued_at, next_attempt_at, updated_at, campaign_id, variables, link_lifetime, source_line)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 10, 'queued', ?, ?, ?, ?, ?, ?, ?)
+                        state, queued_at, next_attempt_at, due_at, updated_at, campaign_id, variables, link_lifetime, source_line)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 10, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
             let existing = try db.cachedStatement(sql: "SELECT source_line FROM outbox WHERE campaign_id = ? AND recipient = ?")
             var outcomes: [CampaignAddOutcome] = []
@@ -119,7 +127,7 @@ extension SQLiteStore {
                 let due = start + Int64((Double(position) * interval).rounded())
                 try insert.execute(arguments: [
                     campaign.kind.rawValue, recipient.email, recipient.email, recipient.locale.value, recipient.displayName,
-                    settingsJSON, MessageID.next(domain: messageDomain), at, due, at, campaign.id, recipient.variablesJSON,
+                    settingsJSON, MessageID.next(domain: messageDomain), at, due, due, at, campaign.id, recipient.variablesJSON,
                     campaign.linkLifetime, recipient.line,
                 ])
                 if db.changesCount > 0 {

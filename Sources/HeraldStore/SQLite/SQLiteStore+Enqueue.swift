@@ -47,13 +47,13 @@ extension SQLiteStore {
         try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,
-                                    message_id, priority, state, queued_at, next_attempt_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)
+                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
             request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
-            priority, at, at, at,
+            priority, at, at, at, at,
         ])
         return db.lastInsertedRowID
     }
