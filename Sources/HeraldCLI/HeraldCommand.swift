@@ -23,7 +23,14 @@ struct GlobalOptions: ParsableArguments {
 
 extension HeraldCommand {
     /// Parses the process arguments and runs the chosen command (the executable's only call).
+    ///
+    /// `serve` and `worker` catch stop signals before the arguments are even parsed, so one that arrives
+    /// while they start up becomes a graceful shutdown of their service group (see `StopSignals`).
     public static func runFromCommandLine() async {
+        let serviceGroupCommands = [ServeCommand.configuration.commandName, WorkerCommand.configuration.commandName]
+        if let name = CommandLine.arguments.dropFirst().first, serviceGroupCommands.contains(name) {
+            StopSignals.catchEarly()
+        }
         await main()
     }
 }

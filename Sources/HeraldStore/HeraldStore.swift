@@ -16,8 +16,9 @@ public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore
 public enum StoreOpener {
     /// The SQLite ledger at `database.path`, created and migrated as needed.
     ///
-    /// - Throws: `INVALID_CONFIGURATION` naming the path when it cannot be opened.
+    /// - Throws: `INVALID_CONFIGURATION` naming the path when it cannot be a ledger; `UNAVAILABLE`
+    ///   while it is locked, read-only or on a full disk.
     public static func open(_ database: HeraldConfiguration.Database) throws -> any HeraldStore {
-        try SQLiteStore(path: database.path)
+        try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout)
     }
 }

@@ -8,6 +8,8 @@ final class Handoff<Item: Sendable>: @unchecked Sendable {
     private var items: [Item] = []
     private var finished = false
     private var closed = false
+    private var puts = 0
+    private var takes = 0
     private let capacity: Int
 
     init(capacity: Int) { self.capacity = capacity }
@@ -19,8 +21,35 @@ final class Handoff<Item: Sendable>: @unchecked Sendable {
         while items.count >= capacity && !closed { condition.wait() }
         guard !closed else { return false }
         items.append(item)
+        puts += 1
         condition.broadcast()
         return true
+    }
+
+    /// Puts `item` and waits until the consumer has taken it: the producer never runs more than
+    /// one item ahead. False (keeping nothing) once the consumer has closed the hand-off.
+    func putAndWaitUntilTaken(_ item: Item) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while items.count >= capacity && !closed { condition.wait() }
+        guard !closed else { return false }
+        items.append(item)
+        puts += 1
+        let ticket = puts
+        condition.broadcast()
+        while takes < ticket && !closed { condition.wait() }
+        return takes >= ticket
+    }
+
+    /// Takes whatever is waiting without blocking (the hand-off stays open).
+    func drain() -> [Item] {
+        condition.lock()
+        defer { condition.unlock() }
+        let rest = items
+        takes += rest.count
+        items = []
+        condition.broadcast()
+        return rest
     }
 
     /// Waits for an item; nil once the producer has finished and everything was taken.
@@ -29,6 +58,7 @@ final class Handoff<Item: Sendable>: @unchecked Sendable {
         defer { condition.unlock() }
         while items.isEmpty && !finished { condition.wait() }
         guard !items.isEmpty else { return nil }
+        takes += 1
         condition.broadcast()
         return items.removeFirst()
     }

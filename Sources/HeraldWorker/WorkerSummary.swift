@@ -5,6 +5,8 @@ public struct WorkerSummary: Sendable, CustomStringConvertible {
     public var failed = 0
     public var dead = 0
     public var released = 0
+    /// Rows given back uncharged after a connection-level failure.
+    public var returned = 0
     /// SMTP connections opened over the run, summed over all threads.
     public var connections = 0
     public var seconds = 0.0
@@ -17,12 +19,14 @@ public struct WorkerSummary: Sendable, CustomStringConvertible {
         failed += other.failed
         dead += other.dead
         released += other.released
+        returned += other.returned
         connections += other.connections
     }
 
     public var description: String {
         let rate = seconds > 0 ? Double(sent) / seconds : 0
-        return "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released); "
+        return "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released), "
+            + "returned after connection failures \(returned); "
             + "\(connections) SMTP connection(s); \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate)) msg/s)"
     }
 }

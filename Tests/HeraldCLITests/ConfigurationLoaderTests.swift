@@ -21,6 +21,7 @@ import Testing
         }
     }
 
+    /// Also proves every key `config/herald.yaml` documents is one Herald reads (unknown keys stop start-up).
     @Test func shippedConfigLoadsAsIs() async throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("config/herald.yaml").path
@@ -103,6 +104,46 @@ import Testing
         #expect(try await load("project: {id: acme}", environment: ["HERALD_ACCOUNTS_OWNER": "app"]).accounts.owner == .app)
         let message = await problem("accounts: {owner: nobody}")
         #expect(message == "INVALID_CONFIGURATION : accounts.owner: expected herald or app, got 'nobody'")
+    }
+
+    @Test func misspelledKeyStopsStartUpNamingTheNearestKey() async {
+        let message = await problem("smtp: {url: 'smtp://a:25', timout: 5s}")
+        #expect(message == "INVALID_CONFIGURATION : smtp.timout: unknown configuration key (did you mean smtp.timeout?)")
+        let wrongCase = await problem("smtp: {Timeout: 5s}")
+        #expect(wrongCase == "INVALID_CONFIGURATION : smtp.Timeout: unknown configuration key (did you mean smtp.timeout?)")
+    }
+
+    @Test func unknownKeyWithNoNearMatchGetsNoSuggestion() async {
+        #expect(await problem("colour: blue") == "INVALID_CONFIGURATION : colour: unknown configuration key")
+        let database = await problem("database: {url: 'sqlite:x'}")
+        #expect(database == "INVALID_CONFIGURATION : database.url: unknown configuration key")
+    }
+
+    @Test func keysOfAnUnknownSectionAreReported() async {
+        let misspelled = await problem("databse:\n  path: var/x.sqlite\n")
+        #expect(
+            misspelled == "INVALID_CONFIGURATION : databse.path: unknown configuration key (did you mean database.path?)")
+        let nested = await problem("metrics: {exporter: {port: 9100}}")
+        #expect(nested == "INVALID_CONFIGURATION : metrics.exporter.port: unknown configuration key")
+    }
+
+    @Test func anEmptySectionIsNotAnUnknownKey() async throws {
+        let configuration = try await load("policy:\n  # cooldown: 5s\nproject: {id: acme}\n")
+        #expect(configuration.project.id == "acme")
+    }
+
+    @Test func everyMapValuedKeyIsKnown() async throws {
+        let configuration = try await load(
+            """
+            links: {lifetime: {signIn: 1h, verifyEmail: 1h, resetPassword: 1h, verifyAndChangeEmail: 1h, recoverEmail: 1h}}
+            worker: {maxQueueWait: {signIn: 1m, resetPassword: 1m}}
+            """)
+        #expect(configuration.links.lifetime[.recoverEmail] == 3600)
+    }
+
+    @Test func environmentVariablesAreNotCheckedForUnknownKeys() async throws {
+        let configuration = try await load("project: {id: acme}", environment: ["HERALD_SOMETHING_ELSE": "x"])
+        #expect(configuration.project.id == "acme")
     }
 
     @Test func failureGraceIsADuration() async throws {

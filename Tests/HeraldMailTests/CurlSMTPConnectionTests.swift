@@ -72,23 +72,38 @@ import Testing
         #expect(result.replyText.contains("Try again later"))
     }
 
-    @Test func droppedConnectionMidDataIsTransientAndTheNextSendReconnects() throws {
+    @Test func droppedConnectionMidDataIsTheConnectionsFailureAndTheNextSendReconnects() throws {
         let server = try CaptureSMTPServer(["--script", "1:drop"])
         let connection = try CurlSMTPConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
-        #expect(result.outcome == .transient)
+        #expect(result.outcome == .connection)
         #expect(connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(2)).outcome == .sent)
         #expect(connection.connectionsOpened == 2)
     }
 
-    @Test func stalledServerTimesOutAsTransient() throws {
+    @Test func stalledServerTimesOutAndTheNextMessageGetsAFreshConnection() throws {
         let server = try CaptureSMTPServer(["--script", "1:stall"])
         let connection = try CurlSMTPConnection(settings: settings(server) { $0.timeout = 1.5 })
         let started = Date()
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
-        #expect(result.outcome == .transient)
+        #expect(result.outcome == .connection)
         #expect(result.replyText.contains("curl error 28"))
-        #expect(Date().timeIntervalSince(started) < 8)
+        #expect(Date().timeIntervalSince(started) < 4)
+        let next = Date()
+        #expect(connection.send(from: "a@herald.test", to: ["c@example.com"], message: message(2)).outcome == .sent)
+        #expect(Date().timeIntervalSince(next) < 1.5)
+        #expect(connection.connectionsOpened == 2)
+    }
+
+    @Test func refusalsOfTheServerAreTheConnectionsNotTheMessages() throws {
+        for (script, code) in [("greeting=554:5.3.2 Not accepting mail", 554), ("greeting=421:4.3.2 Busy", 421)] {
+            let server = try CaptureSMTPServer(["--script", script])
+            let connection = try CurlSMTPConnection(settings: settings(server))
+            let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
+            #expect(result.outcome == .connection, "\(script)")
+            #expect(result.replyCode == code, "\(script)")
+            #expect(result.replyText.hasPrefix("greeting refused: \(code)"), "\(script)")
+        }
     }
 
     @Test func refusedConnectionIsTransient() throws {
@@ -96,7 +111,7 @@ import Testing
         configuration.url = "smtp://127.0.0.1:1/herald.test"
         let connection = try CurlSMTPConnection(settings: SMTPSettings(configuration))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
-        #expect(result.outcome == .transient)
+        #expect(result.outcome == .connection)
         #expect(result.replyCode == nil)
         #expect(result.replyText.contains("curl error 7"))
     }
@@ -129,7 +144,7 @@ import Testing
                 $0.password = "wrong"
             })
         let denied = wrong.send(from: "a@herald.test", to: ["b@example.com"], message: message(2))
-        #expect(denied.outcome == .transient)
+        #expect(denied.outcome == .connection)
         #expect(denied.replyCode == 535)
         #expect(denied.replyText.contains("authentication failed"))
         #expect(!denied.replyText.contains("wrong"))
@@ -140,8 +155,8 @@ import Testing
         let server = try CaptureSMTPServer()
         let connection = try CurlSMTPConnection(settings: settings(server) { $0.requireStartTLS = true })
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
-        #expect(result.outcome == .transient)
-        #expect(result.replyText.contains("TLS"))
+        #expect(result.outcome == .connection)
+        #expect(result.replyText.hasPrefix("TLS failed: the server does not offer STARTTLS"), "\(result.replyText)")
         #expect(try server.received().isEmpty)
     }
 }

@@ -220,7 +220,7 @@ import Testing
         #expect(try store.queueStatus() == QueueStatus(pending: 1, nextDue: Date(milliseconds: now.milliseconds)))
         let claimed = try store.claim(policy, now: now)
         let leaseEnd = Date(milliseconds: now.milliseconds + 60_000)
-        #expect(try store.queueStatus() == QueueStatus(pending: 1, nextDue: leaseEnd))
+        #expect(try store.queueStatus() == QueueStatus(pending: 1, sending: 1, nextDue: leaseEnd))
         try store.record(claimed[0], Fixture.sent(), policy: policy)
         #expect(try store.queueStatus().pending == 0)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldStore
 import HeraldTesting
@@ -39,6 +40,48 @@ import Testing
         let requests = try Array(repeating: Fixture.request(), count: 5)
         #expect(try store.enqueue(requests, messageDomain: Fixture.messageDomain, batchSize: 2, now: Date()) == 5)
         #expect(Set(try store.messages().map(\.messageID)).count == 5)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func bulkKeyQueuesEachRecipientOnceAcrossRuns(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        func enqueue(_ requests: [ActionRequest], key: String?) throws -> BulkEnqueueResult {
+            try store.enqueue(requests, bulkKey: key, messageDomain: Fixture.messageDomain, batchSize: 2, now: Date())
+        }
+        let file = try ["a", "b", "c", "d", "e"].map { try Fixture.request(.verifyEmail, "\($0)@example.com") }
+        #expect(try enqueue(file, key: "file") == BulkEnqueueResult(newlyQueued: 5, alreadyQueued: 0))
+        #expect(try enqueue(file, key: "file") == BulkEnqueueResult(newlyQueued: 0, alreadyQueued: 5))
+        let longer = try file + [Fixture.request(.verifyEmail, "f@example.com")]
+        #expect(try enqueue(longer, key: "file") == BulkEnqueueResult(newlyQueued: 1, alreadyQueued: 5))
+        // The key is what makes a run the same: another key, or none, queues the recipients again.
+        #expect(try enqueue(file, key: "other file").newlyQueued == 5)
+        #expect(try enqueue(file, key: nil).newlyQueued == 5)
+        #expect(try store.messages().count == 16)
+    }
+
+    @Test func bulkEnqueueFailingPartWayKeepsEarlierBatchesAndARerunQueuesTheRest() throws {
+        let store = try StoreKind.sqlite.makeStore(in: scratch)
+        let requests = try (1...5).map { try Fixture.request(.verifyEmail, "user\($0)@example.com") }
+        func enqueue() throws -> BulkEnqueueResult {
+            try store.enqueue(requests, bulkKey: "file", messageDomain: Fixture.messageDomain, batchSize: 2, now: Date())
+        }
+        // The third row fails, as on a full disk: the first batch stays committed, the second rolls back.
+        let ledger = try DatabaseQueue(path: scratch.path("ledger.sqlite"))
+        try ledger.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER full_disk BEFORE INSERT ON outbox WHEN (SELECT COUNT(*) FROM outbox) >= 2
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+        let failure = #expect(throws: BulkEnqueueFailure.self) { try enqueue() }
+        #expect(failure?.committed == BulkEnqueueResult(newlyQueued: 2, alreadyQueued: 0))
+        #expect(failure?.requested == 5)
+        #expect(try store.messages().count == 2)
+
+        try ledger.write { db in try db.execute(sql: "DROP TRIGGER full_disk") }
+        #expect(try enqueue() == BulkEnqueueResult(newlyQueued: 3, alreadyQueued: 2))
+        #expect(try store.messages().map(\.recipient.value) == requests.map(\.recipient.value))
     }
 
     @Test(arguments: StoreKind.allCases)

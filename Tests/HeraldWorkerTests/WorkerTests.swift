@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 import HeraldCore
 import HeraldMail
-import HeraldWorker
+import Synchronization
 import Testing
 
 @testable import HeraldStore
+@testable import HeraldWorker
 
 /// The dispatch loop end to end: a real ledger and real templates, a scripted transport at the
 /// `MailTransport` seam.
@@ -155,7 +156,7 @@ import Testing
 
     @Test func serviceRethrowsAStoreFailureAndReportsItToOnFailure() async throws {
         try fixture.enqueue()
-        try await fixture.store.pool.write { db in
+        try fixture.store.pool.write { db in
             try db.execute(
                 sql: """
                     CREATE TRIGGER refuse_claims BEFORE UPDATE OF state ON outbox WHEN NEW.state = 'sending'
@@ -174,6 +175,106 @@ import Testing
         let row = try #require(try fixture.store.messages().first)
         #expect(row.state == .queued)
         #expect(row.attempts == 0)
+    }
+}
+
+/// What production throws at the worker: outages of the relay and of the ledger, dead workers.
+@Suite(.timeLimit(.minutes(1))) struct WorkerResilienceTests {
+    let fixture: WorkerFixture
+
+    init() throws {
+        fixture = try WorkerFixture()
+    }
+
+    @Test func connectionFailuresChargeNoAttemptAndPauseTheConnection() async throws {
+        for n in 0..<3 { try fixture.enqueue(.verifyEmail, "u\(n)@example.com") }
+        let server = ScriptedMailServer(script: [.refused, .refused, .refused])
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.connectionBackoffBase = 0.1
+            $0.worker.connectionBackoffCap = 0.2
+            $0.worker.maxAttempts = 1
+        }
+        let started = Date()
+        let summary = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.sent == 3)
+        #expect(summary.returned == 3)
+        #expect(summary.dead == 0)
+        // Three pauses of 0.05–0.1, 0.1–0.2 and 0.1–0.2 s: the connection waited before each probe.
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+        let rows = try fixture.store.messages()
+        #expect(rows.allSatisfy { $0.state == .sent && $0.attempts == 1 }, "\(rows.map { ($0.state, $0.attempts) })")
+        let attempts = try rows.flatMap { try fixture.store.attempts(outboxID: $0.id) }
+        #expect(attempts.filter { $0.outcome == "connection" }.count == 3)
+        #expect(attempts.filter { $0.outcome == "sent" }.count == 3)
+    }
+
+    @Test func mailUndeliverablePastTheQueueLifetimeExpires() async throws {
+        let id = try fixture.enqueue()
+        let server = ScriptedMailServer(otherwise: .refused)
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.connectionBackoffBase = 0.1
+            $0.worker.connectionBackoffCap = 0.2
+            $0.worker.maxQueueLifetime = 0.5
+        }
+        let summary = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.dead == 0 && summary.failed == 0)
+        let row = try #require(try fixture.store.messages().first { $0.id == id })
+        #expect(row.state == .expired)
+        #expect(row.attempts == 0)
+        #expect(row.lastReply?.hasPrefix("expired: undelivered for longer than worker.maxQueueLifetime (last reply: curl error 7") == true)
+    }
+
+    @Test func aDeadWorkersRowsComeBackAndOnlyTwoPerConnectionAreCharged() async throws {
+        for n in 0..<6 { try fixture.enqueue(.verifyEmail, "u\(n)@example.com") }
+        // A worker "on this host" whose process is gone, holding every row on one connection.
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let now = Date()
+        try fixture.store.register(
+            WorkerProcess(id: "deadbeef", host: WorkerHost.identity, pid: gone.processIdentifier, startedAt: now, heartbeatAt: now))
+        let claimed = try fixture.store.claim(ClaimPolicy(HeraldConfiguration()), owner: "deadbeef/0", now: now)
+        #expect(claimed.count == 6)
+
+        let server = ScriptedMailServer()
+        let started = Date()
+        let summary = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(Date().timeIntervalSince(started) < 10, "the rows waited for their 5-minute lease")
+        #expect(summary.sent == 6)
+        let rows = try fixture.store.messages()
+        #expect(rows.allSatisfy { $0.state == .sent })
+        let interrupted = try rows.filter { try fixture.store.attempts(outboxID: $0.id).contains { $0.outcome == "interrupted" } }
+        #expect(interrupted.map(\.id) == Array(claimed.prefix(2)).map(\.message.id))
+        #expect(interrupted.allSatisfy { $0.attempts == 2 })
+        #expect(rows.filter { !interrupted.map(\.id).contains($0.id) }.allSatisfy { $0.attempts == 1 })
+        #expect(try fixture.store.liveWorkers().isEmpty)
+    }
+
+    @Test func aLockedLedgerIsWaitedOutAndReportedUntilItIsBack() async throws {
+        for n in 0..<3 { try fixture.enqueue(.verifyEmail, "u\(n)@example.com") }
+        let store = try SQLiteStore(path: fixture.databasePath, busyTimeout: 0.1)
+        let blocker = try DatabaseQueue(path: fixture.databasePath)
+        let reports = Mutex<[String?]>([])
+        var worker = try WorkerFixture.worker(store: store, templates: fixture.templates, sendingTo: ScriptedMailServer())
+        worker.onLedgerUnavailable = { reason in reports.withLock { $0.append(reason) } }
+        // Another process's write lock, held 1.5 s: ten times the busy timeout.
+        let locked = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            try? blocker.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.signal()
+                Thread.sleep(forTimeInterval: 1.5)
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        holder.start()
+        locked.wait()
+        let summary = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.sent == 3)
+        let seen = reports.withLock { $0 }
+        #expect(seen.first??.hasPrefix("ledger: ledger unavailable: database is locked") == true, "\(seen)")
+        #expect(seen.last == .some(nil), "\(seen)")
     }
 }
 

@@ -212,3 +212,136 @@ def test_summary_line_names_the_rejects_file(herald, tmp_path):
     summary = parse_summary(result.stdout)
     assert (summary["imported"], summary["rejected"]) == (1, 1), result.stdout
     assert str(tmp_path / "small.csv.rejects.csv") in result.stdout, "the summary should say where the rejects are"
+
+
+BOM = b"\xef\xbb\xbf"
+RECORD_LIMIT = 128 * 1024  # bytes, CSVRecordReader.maximumRecord
+LINE_ENDS = {  # the line end after each physical line of the file below
+    "cr": ["\r"] * 8,
+    "crlf": ["\r\n"] * 8,
+    "mixed": ["\r\n", "\r", "\n", "\n", "\r", "\r\n", "\r", "\n"],
+}
+
+
+@pytest.mark.parametrize("ends", sorted(LINE_ENDS))
+def test_a_byte_order_mark_and_cr_crlf_or_mixed_line_ends_import_every_row(herald, tmp_path, db, ends):
+    """Excel's "CSV UTF-8" starts with a BOM; classic Mac files end lines with CR alone."""
+    config = campaign_config(tmp_path)
+    lines = [
+        "email,display_name,plan",              # 1
+        "ada@example.com,Ada,gold",             # 2 good
+        "nope,Nobody,gold",                     # 3 invalid address
+        'grace@example.com,"Hopper, Grace",x',  # 4 good
+        "",                                     # 5 blank, skipped
+        'linus@example.com,Linus,"two',         # 6-7 good: the line end inside quotes is content
+        'lines"',
+        "ken@example.com,Ken,bronze",           # 8 good
+    ]
+    separators = LINE_ENDS[ends]
+    recipients = tmp_path / "lineends.csv"
+    recipients.write_bytes(BOM + "".join(line + end for line, end in zip(lines, separators)).encode())
+
+    summary = create_campaign(herald, config, "line-ends", "--action", "verify-email", "--recipients", str(recipients))
+    assert (summary["imported"], summary["rejected"]) == (4, 1), summary["stdout"]
+    assert read_rejects(tmp_path / "lineends.csv.rejects.csv") == [
+        ["line", "reason", "content"], ["3", "invalid address", "nope,Nobody,gold"]]
+    rows = {row["recipient"]: row for row in campaign_rows(db, summary["id"])}
+    assert set(rows) == {"ada@example.com", "grace@example.com", "linus@example.com", "ken@example.com"}
+    assert rows["grace@example.com"]["display_name"] == "Hopper, Grace"
+    assert json.loads(rows["linus@example.com"]["variables"])["plan"] == "two" + separators[5] + "lines"
+    assert json.loads(rows["ken@example.com"]["variables"])["plan"] == "bronze", "the last row must not keep a CR"
+
+
+def test_an_unterminated_quote_rejects_only_its_line_and_the_rows_after_it_import(herald, tmp_path, db):
+    """A quote left open costs its own line: it ends at the record bound or at a closing quote
+    that cannot end a field, and reading restarts on the next line. Real multi-line fields still work."""
+    config = campaign_config(tmp_path)
+    after = addresses("after", 6000)  # ~190 KB without a quote: past the record bound
+    lines = [
+        "first@x.test,First,gold",                                          # 2 good
+        'stray@x.test,"Stray quote,gold',                                   # 3 open until the bound
+        *[f"{email},After {i},silver" for i, email in enumerate(after, 1)],  # 4-6003 good
+        'second@x.test,"Second stray,gold',                                 # 6004 closed by the next row's quote
+        'multi@x.test,Multi,"line one',                                     # 6005-6006 good, one record
+        'line two"',
+        'last@x.test,"Never closed,gold',                                   # 6007 open at the end of the file
+    ]
+    assert sum(len(line) + 1 for line in lines[2:-3]) > RECORD_LIMIT
+    recipients = write_recipients(tmp_path / "stray.csv", "email,display_name,plan", lines)
+
+    summary = create_campaign(herald, config, "stray", "--action", "verify-email", "--recipients", str(recipients))
+    assert (summary["imported"], summary["rejected"]) == (6002, 3), summary["stdout"]
+    assert read_rejects(tmp_path / "stray.csv.rejects.csv") == [
+        ["line", "reason", "content"],
+        ["3", "unterminated quoted field", lines[1]],
+        ["6004", "unterminated quoted field", lines[6002]],
+        ["6007", "unterminated quoted field", lines[-1]],
+    ]
+    rows = {row["recipient"]: row for row in campaign_rows(db, summary["id"])}
+    assert set(rows) == {"first@x.test", "multi@x.test", *after}
+    assert json.loads(rows["multi@x.test"]["variables"])["plan"] == "line one\nline two"
+    assert rows["after6000@x.test"]["display_name"] == "After 6000"
+
+
+def test_the_rejects_file_is_valid_csv_whatever_the_content(herald, tmp_path):
+    """Quotes before combining marks, CR, LF, CRLF, commas and edge spaces all read back exactly."""
+    config = campaign_config(tmp_path)
+    nasty = [  # (line, reason, raw row)
+        (2, "invalid address", 'no-at-sign,"Jos\u00e9 ""\u0301"" Q",gold'),
+        (3, "invalid address", 'x"\u0301y,Q,gold'),
+        (4, "invalid address", 'nobody-at-all,Name,"line one\r\nline two"'),
+        (6, "invalid address", 'lonely,Name,"a\rb"'),
+        (8, "invalid address", "  spaced  ,Name,gold "),
+        (9, "invalid address", '"\u0301",Name,gold'),
+        (10, "wrong column count: expected 3, found 2", 'a"\u0301b,"c,d"'),
+        (11, "malformed quotes", '"ab"c,x,y'),
+    ]
+    recipients = write_recipients(tmp_path / "nasty.csv", "email,display_name,plan",
+                                  [raw for _, _, raw in nasty] + ["ok@x.test,Fine,gold"])
+
+    summary = create_campaign(herald, config, "nasty", "--action", "verify-email", "--recipients", str(recipients))
+    assert (summary["imported"], summary["rejected"]) == (1, len(nasty)), summary["stdout"]
+    rejects = read_rejects(tmp_path / "nasty.csv.rejects.csv")
+    assert rejects[0] == ["line", "reason", "content"]
+    expected = [[str(line), reason, raw] for line, reason, raw in nasty]
+    for want, got in zip(expected, rejects[1:]):
+        assert got == want, f"rejects row for line {want[0]}:\n got  {got!r}\n want {want!r}"
+    assert len(rejects) == len(expected) + 1, rejects
+
+
+def test_an_over_long_record_is_rejected_alone_and_the_next_rows_import(herald, tmp_path, db):
+    config = campaign_config(tmp_path)
+    long_row = b"long@x.test,Long," + b"p" * (2 * RECORD_LIMIT)
+    recipients = write_recipients(tmp_path / "long.csv", "email,display_name,plan",
+                                  [b"before@x.test,Before,gold", long_row, b"after@x.test,After,gold"])
+
+    summary = create_campaign(herald, config, "long", "--action", "verify-email", "--recipients", str(recipients))
+    assert (summary["imported"], summary["rejected"]) == (2, 1), summary["stdout"]
+    assert read_rejects(tmp_path / "long.csv.rejects.csv")[1:] == [
+        ["3", f"record too long: over {RECORD_LIMIT} bytes", long_row[:RECORD_LIMIT].decode()]]
+    assert {row["recipient"] for row in campaign_rows(db, summary["id"])} == {"before@x.test", "after@x.test"}
+
+
+@pytest.mark.parametrize("case", ["long column name", "huge column name", "too many columns", "unterminated quote"])
+def test_an_unbounded_or_broken_header_refuses_the_file(herald, tmp_path, db, case):
+    config = campaign_config(tmp_path)
+    header, needles = {
+        "long column name": ("email," + "n" * 257, ("256", "column 2")),
+        "huge column name": ("email," + "n" * (10 << 20), (str(RECORD_LIMIT), "256")),
+        "too many columns": ("email," + ",".join(f"c{i}" for i in range(256)), ("257 columns", "256")),
+        "unterminated quote": ('email,"plan', ("unterminated quoted field",)),
+    }[case]
+    recipients = write_recipients(tmp_path / "header.csv", header, ["one@x.test,gold"])
+    args = ("campaign", "create", "header", "--action", "verify-email", "--recipients", str(recipients))
+    result = run(herald, *args, config=config, check=False)
+    assert_cli_error(args, result, *needles)
+    nothing_written(db)
+    assert not list(tmp_path.glob("*.rejects.csv")), "a refused import wrote a rejects file"
+
+
+def test_a_header_of_256_columns_of_256_bytes_is_accepted(herald, tmp_path, db):
+    config = campaign_config(tmp_path)
+    names = ["email"] + [f"c{i:03d}".ljust(256, "x") for i in range(255)]
+    recipients = write_recipients(tmp_path / "wide.csv", ",".join(names), ["one@x.test" + ",v" * 255])
+    summary = create_campaign(herald, config, "wide", "--action", "verify-email", "--recipients", str(recipients))
+    assert (summary["imported"], summary["rejected"]) == (1, 0), summary["stdout"]

@@ -401,3 +401,35 @@ def looks_like_html(resp: requests.Response) -> bool:
     return resp.headers.get("Content-Type", "").startswith("text/html")
 
 
+
+
+# --------------------------------------------------------------------------- storage faults
+def health(srv) -> requests.Response:
+    """GET /health."""
+    return requests.get(f"{srv.url}/health", timeout=HTTP_TIMEOUT)
+
+
+def assert_unavailable(resp: requests.Response) -> dict:
+    """Firebase's 503 envelope while the ledger cannot commit:
+    {"error": {"code": 503, "message": "UNAVAILABLE[...]", "errors": [...], "status": "UNAVAILABLE"}};
+    returns the `error` object."""
+    assert resp.status_code == 503, f"expected 503 UNAVAILABLE\n{_show(resp)}"
+    assert resp.headers.get("Content-Type", "").startswith("application/json"), _show(resp)
+    try:
+        body = resp.json()
+    except ValueError:
+        pytest.fail(f"503 body is not JSON\n{_show(resp)}")
+    assert isinstance(body, dict) and set(body) == {"error"}, _show(resp)
+    error = body["error"]
+    assert set(error) == {"code", "message", "errors", "status"}, _show(resp)
+    assert error["code"] == 503 and error["status"] == "UNAVAILABLE", _show(resp)
+    assert isinstance(error["message"], str) and error["message"].startswith("UNAVAILABLE"), _show(resp)
+    errors = error["errors"]
+    assert isinstance(errors, list) and errors, _show(resp)
+    assert all(isinstance(e, dict) and isinstance(e.get("message"), str) for e in errors), _show(resp)
+    return error
+
+
+def outbox_rows(db: Path, recipient: str) -> list:
+    """The ledger's outbox rows addressed to `recipient` (snapshot query)."""
+    return query(db, "SELECT id, recipient, state FROM outbox WHERE lower(recipient) = lower(?)", (recipient,))

@@ -298,3 +298,215 @@ def by_recipient(messages: list) -> dict:
         for rcpt in m["rcpt_tos"]:
             out.setdefault(rcpt.lower(), []).append(m)
     return out
+
+
+# --------------------------------------------------------------------------- outages
+def attempt_rows(db: Path, outbox_id: Optional[int] = None) -> list:
+    """delivery_attempts rows in the order they were written (by id), for one
+    outbox row or for all. Unlike delivery_attempts() this does not order by
+    the attempt number, which 'connection' rows (no attempt charged) do not
+    advance."""
+    if outbox_id is None:
+        return query(db, "SELECT * FROM delivery_attempts ORDER BY id")
+    return query(db, "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", (outbox_id,))
+
+
+def connection_attempts(db: Path) -> list:
+    """Every delivery_attempts row with outcome 'connection' (the server or the
+    connection failed, not the message), oldest first."""
+    return query(db, "SELECT * FROM delivery_attempts WHERE outcome = 'connection' ORDER BY id")
+
+
+def connection_failures(db: Path) -> int:
+    """How many connection-level failures the ledger shows: distinct start times
+    of 'connection' attempt rows, so a failure recorded against several claimed
+    rows at once still counts once."""
+    return len({row["started_at"] for row in connection_attempts(db)})
+
+
+def write_recipients(tmp_path: Path, addresses: list, name: str = "recipients.txt") -> Path:
+    """A `herald send --recipients` file: one address per line."""
+    path = Path(tmp_path) / name
+    path.write_text("".join(f"{a}\n" for a in addresses), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- storage faults
+# Real faults in the real ledger file, for Tests/*/test_storage_faults.py. Mounting and chattr
+# need root (CI runs as root); where the platform refuses, the test is skipped with the reason.
+class WriteLock:
+    """Holds SQLite's write lock on `db` from this process (`BEGIN IMMEDIATE` on a
+    connection of our own), as another writer that never lets go would:
+
+        with WriteLock(db):
+            ...  # every other connection's write waits, then gets SQLITE_BUSY
+
+    Nothing is written; leaving the block rolls back and closes the connection."""
+
+    def __init__(self, db: Path, timeout: float = 20) -> None:
+        self.db, self.timeout = Path(db), timeout
+        self.conn: Optional[sqlite3.Connection] = None
+        self.acquired_at: Optional[float] = None
+
+    def __enter__(self) -> "WriteLock":
+        self.conn = sqlite3.connect(self.db, isolation_level=None, timeout=self.timeout)
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.acquired_at = time.monotonic()
+        return self
+
+    def held_for(self) -> float:
+        return time.monotonic() - (self.acquired_at or time.monotonic())
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.execute("ROLLBACK")
+            finally:
+                self.conn.close()
+                self.conn = None
+
+
+def _run_quiet(argv: list) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+def mount_tmpfs(directory: Path, size: str = "8m") -> Path:
+    """Mounts a fresh tmpfs of `size` on `directory` (created); skips the test when
+    mounting is not allowed here. Pair with unmount() in a finally."""
+    import pytest
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        result = _run_quiet(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(directory)])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs here (needs root and mount(8)): {exc}")
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs on {directory} here (needs root / CAP_SYS_ADMIN): "
+                    f"{(result.stderr or result.stdout).strip()}")
+    return directory
+
+
+def unmount(directory: Path) -> None:
+    """Unmounts `directory`, lazily if something still holds it, so no mount outlives the test."""
+    for _ in range(50):
+        result = _run_quiet(["umount", str(directory)])
+        if result.returncode == 0 or "not mounted" in result.stderr:
+            return
+        time.sleep(0.1)
+    _run_quiet(["umount", "-l", str(directory)])
+
+
+def fill_filesystem(directory: Path, name: str = "filler.bin") -> Path:
+    """Writes directory/name until the filesystem answers ENOSPC; returns the file.
+    Deleting it frees the space again."""
+    import errno
+
+    path = Path(directory) / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for chunk in (b"\0" * (1 << 20), b"\0" * 4096, b"\0"):
+            while True:
+                try:
+                    os.write(fd, chunk)
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    break
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+    return path
+
+
+def free_bytes(directory: Path) -> int:
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
+
+
+def _chattr(flag: str, path: Path) -> subprocess.CompletedProcess:
+    return _run_quiet(["chattr", flag, str(path)])
+
+
+def immutable_blocks_open_writes(directory: Path) -> Optional[str]:
+    """None when `chattr +i` on this filesystem also refuses writes through a file
+    descriptor opened before the flag was set (ext4 does; tmpfs does not); else why not."""
+    probe = Path(directory) / ".immutable-probe"
+    fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"x" * 4096)
+        try:
+            result = _chattr("+i", probe)
+        except OSError as exc:
+            return f"chattr is not available: {exc}"
+        if result.returncode != 0:
+            return f"chattr +i failed here: {(result.stderr or result.stdout).strip()}"
+        try:
+            os.pwrite(fd, b"y", 0)
+        except PermissionError:
+            return None
+        return "this filesystem accepts writes through open descriptors of an immutable file"
+    finally:
+        _chattr("-i", probe)
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
+class Immutable:
+    """`chattr +i` on `paths` for the block, `chattr -i` after (always):
+
+        with Immutable([db, wal, db.parent]):
+            ...  # writes through open descriptors fail with EPERM, new opens are read-only"""
+
+    def __init__(self, paths: list) -> None:
+        self.paths = [Path(p) for p in paths]
+        self._set: list = []
+
+    def __enter__(self) -> "Immutable":
+        try:
+            for path in self.paths:
+                result = _chattr("+i", path)
+                if result.returncode != 0:
+                    raise AssertionError(f"chattr +i {path}: {(result.stderr or result.stdout).strip()}")
+                self._set.append(path)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for path in reversed(self._set):
+            _chattr("-i", path)
+        self._set = []
+
+
+def integrity_check(db: Path) -> list:
+    """PRAGMA integrity_check over a snapshot of the ledger: ['ok'] when sound."""
+    return [next(iter(row.values())) for row in query(db, "PRAGMA integrity_check")]
+
+
+def wal_size(db: Path) -> int:
+    wal = Path(db).with_name(Path(db).name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+def kill_when_received(proc: subprocess.Popen, server: CaptureServer, count: int, timeout: float) -> int:
+    """SIGKILL `proc` the moment `server` has accepted `count` messages (tight poll);
+    returns received_count at that moment. Fails if `proc` exits first or on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        received = server.received_count
+        if received >= count:
+            proc.kill()
+            proc.wait(timeout=10)
+            return received
+        if proc.poll() is not None:
+            raise AssertionError(f"the worker exited ({proc.returncode}) before {count} messages were received "
+                                 f"(got {received})")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {count} received messages "
+                                 f"(got {received})")
+        time.sleep(0.002)

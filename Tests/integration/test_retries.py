@@ -1,41 +1,50 @@
-"""Failure handling: retry, permanent failure, dead letters, timeouts, queue expiry."""
+"""Failure handling: retry, permanent failure, dead letters, timeouts, queue expiry.
+
+Connection-level failures (refused, timeouts, greeting, EHLO, MAIL FROM, any 421, a connection
+lost without a reply) charge no attempt: see also test_outages.py."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
-from helpers import delivery_attempts, write_config
+from helpers import attempt_rows, delivery_attempts, write_config
 
 FAST_RETRY = {"backoffBase": "1s", "backoffCap": "2s"}
+FAST_RECONNECT = {"connectionBackoffBase": "1s", "connectionBackoffCap": "1s"}
 CONTINUE = "https://app.example.com/finish"
 
 
 @pytest.mark.parametrize(
-    "script, first_code, first_text",
+    "script, first_outcome, first_code, first_text, charged",
     [
-        ("1:451:4.3.0 Try again", 451, "Try again"),
-        ("1:drop", None, None),  # connection closed before the reply to DATA
+        # a 4xx to DATA speaks about the message: deferred, and the attempt counts
+        ("1:451:4.3.0 Try again", "deferred", 451, "Try again", 2),
+        # the connection closed before the reply to DATA: no reply, so connection-level, not charged
+        ("1:drop", "connection", None, None, 1),
     ],
     ids=["451", "dropped-connection"],
 )
 def test_transient_failure_is_retried_then_sent(herald, start_capture, tmp_path, db,
-                                                script, first_code, first_text):
+                                                script, first_outcome, first_code, first_text, charged):
     capture = start_capture(script=[script])
-    config = write_config(tmp_path, capture, worker=FAST_RETRY)
+    config = write_config(tmp_path, capture, worker={**FAST_RETRY, **FAST_RECONNECT})
     outbox_id = herald.send("verify-email", "retry@x.test", config=config)
     herald.worker_until_empty(config)
 
     row = herald.message(config, outbox_id)
     assert row["state"] == "sent"
-    assert row["attempts"] == 2
+    assert row["attempts"] == charged
     assert row["lastReplyCode"] == 250
-    attempts = delivery_attempts(db, outbox_id)
-    assert [(a["attempt"], a["outcome"], a["reply_code"]) for a in attempts] == [
-        (1, "deferred", first_code),
-        (2, "sent", 250),
+    attempts = attempt_rows(db, outbox_id)  # in the order written
+    assert [(a["outcome"], a["reply_code"]) for a in attempts] == [
+        (first_outcome, first_code),
+        ("sent", 250),
     ]
+    if first_outcome == "deferred":
+        assert [a["attempt"] for a in attempts] == [1, 2]
     if first_text:
         assert first_text in attempts[0]["reply_text"]
     assert all(a["started_at"] and a["finished_at"] for a in attempts)
@@ -75,42 +84,62 @@ def test_exhausted_attempts_end_dead(herald, start_capture, tmp_path, db):
     assert capture.messages() == []
 
 
-@pytest.mark.parametrize("failure", ["greeting-421", "dropped-connection", "connection-refused"])
-def test_connection_level_failure_is_transient(herald, start_capture, tmp_path, failure):
+@pytest.mark.parametrize(
+    "failure",
+    ["greeting-421", "greeting-554", "dropped-connection", "connection-refused"],
+)
+def test_connection_level_failure_is_transient(herald, start_capture, tmp_path, db, failure):
+    """A failure of the server or the connection charges no attempt, even with maxAttempts 1:
+    the row waits (with connection backoff) and ends only by age, as `expired`."""
     if failure == "greeting-421":
         capture = start_capture(script=["greeting=421"])
+    elif failure == "greeting-554":
+        capture = start_capture(script=["greeting=554:5.7.1 Service unavailable"])
     elif failure == "dropped-connection":
         capture = start_capture(script=["*:drop"])
     else:
         capture = start_capture()
         capture.stop()  # nothing listens on that port any more
-    config = write_config(tmp_path, capture, worker={**FAST_RETRY, "maxAttempts": 1})
+    config = write_config(tmp_path, capture, worker={**FAST_RETRY, **FAST_RECONNECT, "maxAttempts": 1,
+                                                     "maxQueueLifetime": "3s"})
     outbox_id = herald.send("verify-email", "flaky@x.test", config=config)
-    herald.worker_until_empty(config)
+    herald.worker_until_empty(config, timeout=30)  # exit 0 is checked
 
     row = herald.message(config, outbox_id)
-    # transient (deferred) failures become dead, not failed, once attempts run out
-    assert row["state"] == "dead"
-    assert row["attempts"] == 1
+    assert row["state"] == "expired", row  # never dead or failed because of the server
+    assert row["attempts"] == 0
+    assert row["lastReply"].startswith("expired:"), row
+    attempts = attempt_rows(db, outbox_id)
+    assert attempts, "each connection-level failure is recorded"
+    assert {a["outcome"] for a in attempts} == {"connection"}
+    assert all(a["reply_text"] for a in attempts)
+    if failure.startswith("greeting"):
+        assert all(failure[-3:] in a["reply_text"] for a in attempts), attempts
     assert capture.messages() == []
 
 
 def test_stalled_server_times_out(herald, start_capture, tmp_path, db):
     """The server never answers DATA: smtp.timeout must bound the whole
-    attempt (including any QUIT on the dead connection)."""
+    attempt (including any QUIT on the dead connection). A reply timeout is
+    connection-level: no attempt is charged, the connection is replaced, and
+    the row ends by age."""
     capture = start_capture(script=["*:stall"])
-    config = write_config(tmp_path, capture, smtp={"timeout": "2s"}, worker={**FAST_RETRY, "maxAttempts": 1})
+    config = write_config(tmp_path, capture, smtp={"connectTimeout": "2s", "timeout": "2s"},
+                          worker={**FAST_RETRY, **FAST_RECONNECT, "maxAttempts": 1, "maxQueueLifetime": "5s"})
     outbox_id = herald.send("verify-email", "slow@x.test", config=config)
     started = time.monotonic()
-    herald.worker_until_empty(config, timeout=60)
+    herald.worker_until_empty(config, timeout=30)
     elapsed = time.monotonic() - started
 
     assert elapsed < 30, f"worker needed {elapsed:.1f}s with smtp.timeout 2s"
     row = herald.message(config, outbox_id)
-    assert row["state"] == "dead"
-    assert row["attempts"] == 1
-    [attempt] = delivery_attempts(db, outbox_id)
-    assert attempt["reply_code"] is None
+    assert row["state"] == "expired", row
+    assert row["attempts"] == 0
+    attempts = attempt_rows(db, outbox_id)
+    assert attempts and {a["outcome"] for a in attempts} == {"connection"}
+    assert all(a["reply_code"] is None for a in attempts)
+    assert all(re.search(r"time\s?d?\s?out", a["reply_text"], re.I) for a in attempts), attempts
+    assert capture.connections >= 2, "a timed-out connection is closed, the retry uses a new one"
     assert capture.messages() == []
 
 

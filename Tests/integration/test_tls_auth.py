@@ -43,18 +43,19 @@ def test_starttls_and_auth_deliver(herald, tls_capture, tmp_path):
 
 def test_wrong_password_is_an_auth_failure(herald, tls_capture, tmp_path, db):
     config = write_config(tmp_path, tls_capture, smtp=smtp_settings(password=WRONG_PASSWORD),
-                          worker={"maxAttempts": 1})
+                          worker={"maxAttempts": 1, "maxQueueLifetime": "2s", "connectionBackoffCap": "1s"})
     outbox_id = herald.send("verify-email", "secure@x.test", config=config)
     worker = herald.worker_until_empty(config)
 
     row = herald.message(config, outbox_id)
-    # An AUTH rejection is transient and connection-level: with maxAttempts 1 it ends dead.
-    assert row["state"] == "dead"
-    assert row["attempts"] == 1
+    # An AUTH rejection is the connection's problem (the relay's configuration), not the message's:
+    # no attempt is charged, and the row only ends when it outlives worker.maxQueueLifetime.
+    assert row["state"] == "expired"
+    assert row["attempts"] == 0
     assert row["lastReplyCode"] == 535
-    assert re.search(r"auth", row["lastReply"] or "", re.I), row["lastReply"]
-    [attempt] = delivery_attempts(db, outbox_id)
-    assert attempt["reply_code"] == 535
+    assert re.search(r"authentication failed", row["lastReply"] or ""), row["lastReply"]
+    attempts = delivery_attempts(db, outbox_id)
+    assert attempts and all(a["outcome"] == "connection" and a["reply_code"] == 535 for a in attempts), attempts
     assert tls_capture.messages() == []
     assert_secret_not_leaked(WRONG_PASSWORD, worker)
 
@@ -83,12 +84,13 @@ def test_server_certificate_verified_against_ca_file(herald, tls_capture, tls_ce
 
 def test_untrusted_certificate_is_refused(herald, tls_capture, tmp_path):
     config = write_config(tmp_path, tls_capture, smtp=smtp_settings(insecure=False),
-                          worker={"maxAttempts": 1})
+                          worker={"maxAttempts": 1, "maxQueueLifetime": "2s", "connectionBackoffCap": "1s"})
     outbox_id = herald.send("verify-email", "mitm@x.test", config=config)
     herald.worker_until_empty(config)
 
     row = herald.message(config, outbox_id)
-    assert row["state"] in ("dead", "failed")
+    assert row["state"] == "expired"
+    assert "TLS failed" in row["lastReply"], row["lastReply"]
     assert row["sentAt"] is None
     assert tls_capture.messages() == []
 
@@ -96,11 +98,12 @@ def test_untrusted_certificate_is_refused(herald, tls_capture, tmp_path):
 def test_require_starttls_never_falls_back_to_plaintext(herald, start_capture, tmp_path):
     plain = start_capture()  # offers no STARTTLS at all
     config = write_config(tmp_path, plain, smtp={"requireStartTLS": True, "insecure": True},
-                          worker={"maxAttempts": 1})
+                          worker={"maxAttempts": 1, "maxQueueLifetime": "2s", "connectionBackoffCap": "1s"})
     outbox_id = herald.send("verify-email", "downgrade@x.test", config=config)
     herald.worker_until_empty(config)
 
     row = herald.message(config, outbox_id)
-    assert row["state"] in ("dead", "failed")
+    assert row["state"] == "expired"
+    assert "TLS failed: the server does not offer STARTTLS" in row["lastReply"], row["lastReply"]
     assert plain.messages() == [], "message went out without TLS"
     assert plain.data_commands == 0

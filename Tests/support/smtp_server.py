@@ -25,28 +25,70 @@ memory (``CaptureServer.messages()``), optionally as a Maildir file
      "received_at": <unix float>, "data_b64": <base64 raw bytes>,
      "session": <connection number, 1-based>, "data_command": <DATA number>}
 
-Fault scripting (``--script SPEC``, repeatable; the first matching rule wins):
+Fault scripting (``--script SPEC``, repeatable; for each command the first
+matching rule wins):
 
     N:CODE[:TEXT]            the N-th DATA command (1-based, counted over the
                              whole server life and over every connection,
                              including DATA commands that were answered with
                              a scripted failure) is answered CODE TEXT
+    N-M:CODE[:TEXT]          DATA commands N to M (inclusive) are answered
+                             CODE TEXT; N-M also works with drop and stall
     *:CODE[:TEXT]            every DATA command is answered CODE TEXT
     N:drop  / *:drop         after the content of the N-th DATA was received,
                              abort the connection without replying
     N:stall / *:stall        never reply to the N-th DATA (the client must
-                             time out); the connection stays open
+                             time out); the connection stays open.  Stall then
+                             recover: "1:stall" or "1-3:stall" stalls those
+                             DATA commands only; later ones (on the client's
+                             new connections) are answered normally
     rcpt=SUBSTRING:CODE[:TEXT]
                              any RCPT TO whose address contains SUBSTRING
                              (case-insensitive) is answered CODE TEXT
     greeting=CODE[:TEXT]     every new connection gets CODE TEXT (default
-                             "421 Service not available") instead of 220 and
-                             is closed
+                             "Service not available", e.g. "421 Service not
+                             available" or "554 Service not available")
+                             instead of 220 and is closed
+    greeting@N=CODE[:TEXT]   the same for connections 1..N only; connection
+                             N+1 and later get the normal 220 greeting
+    ehlo=CODE[:TEXT]         EHLO and HELO are answered CODE TEXT (default
+                             "5.7.1 Client host rejected: access denied" for
+                             5xx, "4.7.1 Client host rejected: try again
+                             later" for 4xx), as a server refusing the client;
+                             the connection stays open (a 421 closes it), so
+                             a later MAIL gets "503 Error: send HELO first"
+    ehlo@N=CODE[:TEXT]       the same on connections 1..N only (both the EHLO
+                             and a HELO fallback on those connections)
+    mail=CODE[:TEXT]         every MAIL FROM is answered CODE TEXT (default
+                             text by code as for DATA, e.g. 451, 552)
+    mail@N=CODE[:TEXT]       the first N MAIL FROM commands (counted over the
+                             server life, like DATA numbers) are answered
+                             CODE TEXT, later ones normally
+    idle=SECONDS             a connection on which the server has been waiting
+                             SECONDS for the client's next command gets
+                             "421 4.4.2 <hostname> Error: timeout exceeded"
+                             and is closed, as Postfix's smtpd_timeout does
+                             (the clock runs only while the server waits for
+                             input: not while it delays or stalls a reply)
 
-A DATA answered 421 also closes the connection afterwards (RFC 5321 4.2.2).
+In ``@N`` rules N counts what the rule answers: connections for greeting= and
+ehlo= (a client's HELO fallback on a refused connection is refused too), MAIL
+commands for mail=.  Any scripted 421 reply (DATA, RCPT, MAIL, EHLO/HELO,
+greeting) closes the connection afterwards (RFC 5321 3.8).
 ``--delay S`` sleeps S seconds before answering each DATA (whatever the
 answer), ``--stall-after N`` makes every DATA after the N-th one stall, and
 ``--lifetime S`` stops the server after S seconds.  SIGTERM/SIGINT exit 0.
+
+Outages: ``CaptureServer.pause_listening()`` closes the listening socket (new
+connections are refused, ECONNREFUSED; open connections are aborted unless
+``drop_connections=False``) and ``resume_listening()`` listens again on the
+same port.  From the command line SIGUSR1 pauses and SIGUSR2 resumes.
+
+Counters for assertions (plain ints, read them from any thread):
+``connections`` (accepted connections, refused greetings included),
+``ehlo_commands`` (EHLO + HELO), ``mail_commands``, ``data_commands`` (DATA
+commands whose content was received) and ``idle_timeouts`` (421s sent for
+idleness).
 """
 
 from __future__ import annotations
@@ -54,6 +96,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import errno
 import email
 import email.policy
 import itertools
@@ -71,7 +114,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
-from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword, syntax
 
 log = logging.getLogger("capture-smtp")
 
@@ -86,9 +129,15 @@ DEFAULT_TEXT = {
     554: "5.0.0 Transaction failed",
 }
 
-_DATA_RULE = re.compile(r"^(?P<n>\d+|\*):(?P<what>drop|stall|\d{3})(?::(?P<text>.*))?$", re.S)
+GREETING_TEXT = "Service not available"
+EHLO_TEXT = {4: "4.7.1 Client host rejected: try again later", 5: "5.7.1 Client host rejected: access denied"}
+
+_DATA_RULE = re.compile(
+    r"^(?P<n>\d+|\*)(?:-(?P<m>\d+))?:(?P<what>drop|stall|\d{3})(?::(?P<text>.*))?$", re.S)
 _RCPT_RULE = re.compile(r"^rcpt=(?P<sub>.+?):(?P<code>\d{3})(?::(?P<text>.*))?$", re.S)
-_GREETING_RULE = re.compile(r"^greeting=(?P<code>\d{3})(?::(?P<text>.*))?$", re.S)
+_LIMITED_RULE = re.compile(
+    r"^(?P<kind>greeting|ehlo|mail)(?:@(?P<n>\d+))?=(?P<code>\d{3})(?::(?P<text>.*))?$", re.S)
+_IDLE_RULE = re.compile(r"^idle=(?P<seconds>\d+(?:\.\d*)?|\.\d+)$")
 
 
 def _reply(code: int, text: Optional[str]) -> str:
@@ -97,14 +146,36 @@ def _reply(code: int, text: Optional[str]) -> str:
     return f"{code} {text}"
 
 
+def _limited_reply(kind: str, code: int, text: Optional[str]) -> str:
+    if text:
+        return f"{code} {text}"
+    if kind == "greeting":
+        return f"{code} {GREETING_TEXT}"
+    if kind == "ehlo" and code != 421 and code // 100 in EHLO_TEXT:
+        return f"{code} {EHLO_TEXT[code // 100]}"
+    return _reply(code, None)
+
+
 @dataclass(frozen=True)
 class DataRule:
-    number: Optional[int]  # None = every DATA
+    first: Optional[int]  # None = every DATA
+    last: Optional[int]
     action: str  # "reply", "drop" or "stall"
     reply: Optional[str] = None
 
     def matches(self, n: int) -> bool:
-        return self.number is None or self.number == n
+        return self.first is None or self.first <= n <= self.last
+
+
+@dataclass(frozen=True)
+class LimitedRule:
+    """A greeting=, ehlo= or mail= rule; `limit` None = always, else counts 1..limit."""
+
+    limit: Optional[int]
+    reply: str
+
+    def matches(self, n: int) -> bool:
+        return self.limit is None or n <= self.limit
 
 
 @dataclass(frozen=True)
@@ -117,7 +188,10 @@ class RcptRule:
 class Script:
     data: list
     rcpt: list
-    greeting: Optional[str] = None
+    greeting: list
+    ehlo: list
+    mail: list
+    idle: Optional[float] = None  # seconds
 
     @classmethod
     def parse(cls, specs: Union[None, str, Iterable[str]]) -> "Script":
@@ -125,28 +199,49 @@ class Script:
             specs = []
         elif isinstance(specs, str):
             specs = [specs]
-        script = cls(data=[], rcpt=[])
+        script = cls(data=[], rcpt=[], greeting=[], ehlo=[], mail=[])
         for spec in specs:
-            if m := _GREETING_RULE.match(spec):
-                code = int(m["code"])
-                script.greeting = f"{code} {m['text'] or 'Service not available'}"
+            if m := _LIMITED_RULE.match(spec):
+                limit = None if m["n"] is None else int(m["n"])
+                if limit == 0:
+                    raise ValueError(f"bad --script {spec!r}: @N must be at least 1")
+                rule = LimitedRule(limit, _limited_reply(m["kind"], int(m["code"]), m["text"]))
+                getattr(script, m["kind"]).append(rule)
+            elif m := _IDLE_RULE.match(spec):
+                seconds = float(m["seconds"])
+                if seconds <= 0:
+                    raise ValueError(f"bad --script {spec!r}: idle needs a positive number of seconds")
+                script.idle = seconds
             elif m := _RCPT_RULE.match(spec):
                 script.rcpt.append(RcptRule(m["sub"].lower(), _reply(int(m["code"]), m["text"])))
             elif m := _DATA_RULE.match(spec):
-                number = None if m["n"] == "*" else int(m["n"])
-                if number == 0:
-                    raise ValueError(f"bad --script {spec!r}: DATA numbers are 1-based")
+                if m["n"] == "*":
+                    if m["m"] is not None:
+                        raise ValueError(f"bad --script {spec!r}: '*' takes no range")
+                    first = last = None
+                else:
+                    first = int(m["n"])
+                    last = first if m["m"] is None else int(m["m"])
+                    if first == 0:
+                        raise ValueError(f"bad --script {spec!r}: DATA numbers are 1-based")
+                    if last < first:
+                        raise ValueError(f"bad --script {spec!r}: empty range {first}-{last}")
                 what = m["what"]
                 if what in ("drop", "stall"):
-                    script.data.append(DataRule(number, what))
+                    script.data.append(DataRule(first, last, what))
                 else:
-                    script.data.append(DataRule(number, "reply", _reply(int(what), m["text"])))
+                    script.data.append(DataRule(first, last, "reply", _reply(int(what), m["text"])))
             else:
                 raise ValueError(
-                    f"bad --script {spec!r}: expected N:CODE[:TEXT], *:CODE[:TEXT], N:drop, "
-                    "N:stall, rcpt=SUBSTRING:CODE[:TEXT] or greeting=CODE[:TEXT]"
+                    f"bad --script {spec!r}: expected N:CODE[:TEXT], N-M:CODE[:TEXT], *:CODE[:TEXT], "
+                    "N:drop, N:stall, rcpt=SUBSTRING:CODE[:TEXT], greeting[@N]=CODE[:TEXT], "
+                    "ehlo[@N]=CODE[:TEXT], mail[@N]=CODE[:TEXT] or idle=SECONDS"
                 )
         return script
+
+    @staticmethod
+    def first_match(rules: list, n: int) -> Optional[str]:
+        return next((r.reply for r in rules if r.matches(n)), None)
 
 
 def _parse_auth(auth: Union[None, str, Sequence[str]]) -> Optional[tuple]:
@@ -162,12 +257,14 @@ def _parse_auth(auth: Union[None, str, Sequence[str]]) -> Optional[tuple]:
 
 
 class _CaptureSMTP(SMTP):
-    """aiosmtpd's SMTP plus a connection number, greeting faults and tracking."""
+    """aiosmtpd's SMTP plus a connection number, connection-level faults, the
+    idle timeout and tracking."""
 
     def __init__(self, capture: "CaptureServer", session_no: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.capture = capture
         self.session_no = session_no
+        self._idle_handle: Optional[asyncio.TimerHandle] = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if self._original_transport is None:  # not the STARTTLS re-entry
@@ -176,10 +273,42 @@ class _CaptureSMTP(SMTP):
 
     def connection_lost(self, error: Optional[Exception]) -> None:
         self.capture._live.discard(self)
+        self._disarm_idle()
         super().connection_lost(error)
 
+    # ------------------------------------------------------------ idle timeout
+    # The clock runs from the moment a reply has been sent (the server now waits
+    # for the client) until the client sends anything; a server that delays or
+    # stalls its own reply is not idle.
+    def data_received(self, data: bytes) -> None:
+        self._disarm_idle()
+        super().data_received(data)
+
+    def _disarm_idle(self) -> None:
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+
+    def _arm_idle(self) -> None:
+        idle = self.capture._script.idle
+        if idle is None or self.transport is None or self.transport.is_closing():
+            return
+        self._disarm_idle()
+        self._idle_handle = self.loop.call_later(idle, self._idle_expired)
+
+    def _idle_expired(self) -> None:
+        self._idle_handle = None
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.capture.idle_timeouts += 1
+        reply = f"421 4.4.2 {self.hostname} Error: timeout exceeded"
+        log.info("session %d: idle for %ss -> %s", self.session_no, self.capture._script.idle, reply)
+        self._writer.write(reply.encode("ascii") + b"\r\n")
+        self.transport.close()  # flushes the reply first
+
+    # ------------------------------------------------------------ faults
     async def _handle_client(self) -> None:
-        greeting = self.capture._script.greeting
+        greeting = Script.first_match(self.capture._script.greeting, self.session_no)
         if greeting is not None:
             log.info("session %d: greeting %s", self.session_no, greeting)
             await self.push(greeting)
@@ -188,12 +317,46 @@ class _CaptureSMTP(SMTP):
             return
         await super()._handle_client()
 
+    async def _refuse(self, command: str, reply: str) -> None:
+        log.info("session %d: %s -> %s", self.session_no, command, reply)
+        if reply.startswith("421"):
+            await self.hang_up(reply)
+        await self.push(reply)
+
+    @syntax("EHLO hostname")
+    async def smtp_EHLO(self, hostname: str) -> None:
+        self.capture.ehlo_commands += 1
+        reply = Script.first_match(self.capture._script.ehlo, self.session_no)
+        if reply is not None and hostname:
+            await self._refuse("EHLO", reply)
+            return
+        await super().smtp_EHLO(hostname)
+
+    @syntax("HELO hostname")
+    async def smtp_HELO(self, hostname: str) -> None:
+        self.capture.ehlo_commands += 1
+        reply = Script.first_match(self.capture._script.ehlo, self.session_no)
+        if reply is not None and hostname:
+            await self._refuse("HELO", reply)
+            return
+        await super().smtp_HELO(hostname)
+
+    @syntax("MAIL FROM: <address>", extended=" [SP <mail-parameters>]")
+    async def smtp_MAIL(self, arg: Optional[str]) -> None:
+        self.capture.mail_commands += 1
+        reply = Script.first_match(self.capture._script.mail, self.capture.mail_commands)
+        if reply is not None:
+            await self._refuse("MAIL", reply)
+            return
+        await super().smtp_MAIL(arg)
+
     async def push(self, status) -> None:
         # Without --auth, behave like a server that has no AUTH extension at all
         # (aiosmtpd would otherwise advertise an always-failing AUTH after STARTTLS).
         if self.capture.auth is None and isinstance(status, str) and status.startswith("250-AUTH"):
             return
         await super().push(status)
+        self._arm_idle()
 
     async def smtp_AUTH(self, arg: str) -> None:
         if self.capture.auth is None:
@@ -223,6 +386,8 @@ class _Handler:
         for rule in self.capture._script.rcpt:
             if rule.substring in lowered:
                 log.info("session %d: RCPT %s -> %s", server.session_no, address, rule.reply)
+                if rule.reply.startswith("421"):
+                    await server.hang_up(rule.reply)
                 return rule.reply
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(rcpt_options)
@@ -234,7 +399,7 @@ class _Handler:
         n = capture.data_commands
         rule = next((r for r in capture._script.data if r.matches(n)), None)
         if rule is None and capture.stall_after and n > capture.stall_after:
-            rule = DataRule(None, "stall")
+            rule = DataRule(None, None, "stall")
         if capture.delay:
             await asyncio.sleep(capture.delay)
         if rule is not None:
@@ -289,7 +454,10 @@ class CaptureServer:
 
         self.port: Optional[int] = None
         self.connections = 0  # connections accepted so far (= last session number)
+        self.ehlo_commands = 0  # EHLO and HELO commands, refused ones included
+        self.mail_commands = 0  # MAIL FROM commands, refused ones included
         self.data_commands = 0  # DATA commands whose content was received
+        self.idle_timeouts = 0  # connections closed with 421 for idleness (idle=SECONDS)
         self._records: list = []
         self._lock = threading.Lock()
         self._live: set = set()
@@ -323,7 +491,7 @@ class CaptureServer:
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
-                loop.run_until_complete(self._listen())
+                loop.run_until_complete(self._listen(self.requested_port))
             except BaseException as exc:  # report to start()
                 failure.append(exc)
                 started.set()
@@ -350,17 +518,70 @@ class CaptureServer:
             raise failure[0]
         return self.port
 
-    async def _listen(self) -> None:
+    async def _listen(self, port: int) -> None:
         # Bind exactly one address so that "--port 0" means one port.
         infos = await asyncio.get_running_loop().getaddrinfo(
-            self.host, self.requested_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            self.host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
         family, _, _, _, sockaddr = infos[0]
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(sockaddr)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(sockaddr)
+        except BaseException:
+            sock.close()
+            raise
         self._server = await asyncio.get_running_loop().create_server(self._factory, sock=sock)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    # ---------------------------------------------------------------- outages
+    @property
+    def listening(self) -> bool:
+        """False between pause_listening() and resume_listening()."""
+        return self._server is not None
+
+    def pause_listening(self, drop_connections: bool = True) -> None:
+        """Simulate the relay going down: close the listening socket, so new
+        connections are refused (ECONNREFUSED), and with `drop_connections`
+        (default) abort the open ones. The port stays known (self.port) for
+        resume_listening()."""
+        self._run_in_loop(self._pause(drop_connections))
+
+    def resume_listening(self, timeout: float = 5.0) -> None:
+        """Listen again on the same port (retrying for up to `timeout` s while
+        the address is still in use)."""
+        self._run_in_loop(self._resume(timeout))
+
+    async def _pause(self, drop_connections: bool) -> None:
+        if self._server is not None:
+            log.info("paused: no longer listening on port %s", self.port)
+            self._server.close()  # closes the listening socket at once
+            self._server = None
+        if drop_connections:
+            for proto in list(self._live):
+                if proto.transport is not None:
+                    proto.transport.abort()
+
+    async def _resume(self, timeout: float) -> None:
+        if self._server is not None:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await self._listen(self.port)
+                break
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        log.info("resumed: listening on port %s again", self.port)
+
+    def _run_in_loop(self, coro) -> Any:
+        loop = self._loop
+        if self._thread is None or loop is None or self.stopped.is_set():
+            coro.close()
+            raise RuntimeError("the capture server is not running")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
 
     def _factory(self) -> _CaptureSMTP:
         self.connections += 1
@@ -505,9 +726,9 @@ def read_jsonl(path: Union[str, os.PathLike]) -> list:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    # A parent such as Foundation's Process may start us with SIGTERM/SIGINT blocked;
-    # unblock them so terminating the server always works.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    # A parent such as Foundation's Process may start us with signals blocked; unblock
+    # them so terminating (and pausing/resuming) the server always works.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2})
     p = argparse.ArgumentParser(description="Scriptable capture SMTP server for Herald tests.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
@@ -542,17 +763,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    interrupted = threading.Event()
+    terminate = threading.Event()
+    wake = threading.Event()
+    outage: list = []  # SIGUSR1 (pause) / SIGUSR2 (resume) seen, handled by the loop below
 
     def on_signal(signum, frame):
-        interrupted.set()
+        terminate.set()
+        wake.set()
+
+    def on_outage(signum, frame):
+        outage.append(signum)
+        wake.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGUSR1, on_outage)
+    signal.signal(signal.SIGUSR2, on_outage)
     sys.stdout.write(f"READY {port}\n")
     sys.stdout.flush()
-    while not (interrupted.wait(0.2) or server.stopped.is_set()):
-        pass
+    while not (terminate.is_set() or server.stopped.is_set()):
+        wake.wait(0.2)
+        wake.clear()
+        while outage and not terminate.is_set():
+            signum = outage.pop(0)
+            try:
+                if signum == signal.SIGUSR1:
+                    server.pause_listening()
+                else:
+                    server.resume_listening()
+            except (OSError, RuntimeError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
     server.stop()
     return 0
 

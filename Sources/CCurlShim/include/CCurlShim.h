@@ -14,4 +14,11 @@ CURLcode ccurl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_sl
 CURLcode ccurl_easy_setopt_callback(CURL *handle, CURLoption option, ccurl_data_callback callback);
 CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
 
+/// CURLOPT_DEBUGFUNCTION's callback: (handle, type, data, size, userdata) -> 0.
+typedef int (*ccurl_debug_callback)(CURL *handle, curl_infotype type, char *data, size_t size, void *userdata);
+CURLcode ccurl_easy_setopt_debug(CURL *handle, ccurl_debug_callback callback);
+
+/// The connection's socket (CURLINFO_ACTIVESOCKET), or -1 when there is none.
+int ccurl_easy_active_socket(CURL *handle);
+
 #endif

@@ -7,7 +7,8 @@ import HeraldStore
 /// Every row passes the sending rules (address, display name, locale, and the account rules of
 /// `Actions.send`); a refused row goes to the rejects file with its line number and reason (the
 /// error code for a rule's refusal); good rows are never held back. Re-running an import skips rows
-/// already imported (idempotent per campaign and email).
+/// already imported (idempotent per campaign and email). The header is bounded (``maximumColumns`` names
+/// of at most ``maximumHeaderName`` bytes) and so is every record (``CSVRecordReader/maximumRecord``).
 final class CampaignImporter {
     typealias Summary = CampaignImportSummary
 
@@ -33,6 +34,7 @@ final class CampaignImporter {
     private var batch: [Recipient] = []
     /// Rejects of the current batch, written in line order when the batch is flushed.
     private var batchRejects: [(line: Int, reason: String, raw: String)] = []
+    private var batchBytes = 0
     private var rejects: RejectsWriter?
     private var summary = Summary()
     private var schedule: CampaignSchedule
@@ -41,6 +43,10 @@ final class CampaignImporter {
     private var locales: [String: LocaleTag?] = [:]
 
     static let maximumField = 1000
+    static let maximumColumns = 256
+    static let maximumHeaderName = 256
+    /// Raw bytes a batch may hold (good rows and rejects) before it is flushed early.
+    static let maximumBatchBytes = 1 << 25
 
     init(
         store: any HeraldStore, campaign: Campaign, defaultLocale: LocaleTag, messageDomain: String, batchSize: Int = 20000,
@@ -71,19 +77,47 @@ final class CampaignImporter {
         return reader
     }
 
+    /// Reads the header row and sets the reader's expected field count to its column count.
     private static func header(_ reader: inout CSVRecordReader, _ path: String) throws -> [String] {
-        let first: (line: Int, bytes: ArraySlice<UInt8>)?
+        let first: CSVRecordReader.Record?
         do {
             first = try reader.next()
         } catch {
             throw HeraldError(.argumentError, "cannot read recipients file \(path)")
         }
-        guard let first, let text = String(validating: first.bytes, as: UTF8.self),
-            let header = try? CSVLine.parse(text).map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }), header.contains("email")
-        else {
+        if let defect = first?.defect { throw headerError(defect, path) }
+        guard let first, let text = String(validating: first.bytes, as: UTF8.self), let cells = try? CSVLine.parse(text) else {
             throw HeraldError(.argumentError, "\(path): the first line must be a CSV header with an 'email' column")
         }
+        try checkHeaderLimits(cells, path)
+        let header = cells.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard header.contains("email") else {
+            throw HeraldError(.argumentError, "\(path): the first line must be a CSV header with an 'email' column")
+        }
+        reader.expectedFields = header.count
         return header
+    }
+
+    private static func headerError(_ defect: CSVRecordReader.Defect, _ path: String) -> HeraldError {
+        switch defect {
+        case .unterminatedQuote:
+            HeraldError(.argumentError, "\(path): the header has an unterminated quoted field")
+        case .tooLong:
+            HeraldError(
+                .argumentError,
+                "\(path): the header is over \(CSVRecordReader.maximumRecord) bytes "
+                    + "(at most \(maximumColumns) columns of at most \(maximumHeaderName) bytes each)")
+        }
+    }
+
+    private static func checkHeaderLimits(_ cells: [String], _ path: String) throws {
+        guard cells.count <= maximumColumns else {
+            throw HeraldError(.argumentError, "\(path): the header has \(cells.count) columns, more than the limit of \(maximumColumns)")
+        }
+        if let index = cells.firstIndex(where: { $0.utf8.count > maximumHeaderName }) {
+            throw HeraldError(
+                .argumentError, "\(path): header column \(index + 1) is over the limit of \(maximumHeaderName) bytes per column name")
+        }
     }
 
     /// Imports a CSV file with a header row (`email`, optional `display_name`, `locale`, other columns as variables).
@@ -95,7 +129,13 @@ final class CampaignImporter {
         defer { rejects?.close() }
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
-        while let (line, bytes) = try Self.read(&reader, path) {
+        while let record = try Self.read(&reader, path) {
+            let line = record.line
+            let bytes = record.bytes
+            if let defect = record.defect {
+                try reject(line, defect.reason, String(decoding: bytes, as: UTF8.self))
+                continue
+            }
             if bytes.isEmpty { continue }
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 try reject(line, "invalid UTF-8", String(decoding: bytes, as: UTF8.self))
@@ -156,10 +196,11 @@ final class CampaignImporter {
             return try reject(line, "invalid locale", recipient.raw)
         }
         batch.append(recipient)
-        if batch.count >= batchSize || batchRejects.count >= batchSize { try flush() }
+        batchBytes += recipient.raw.utf8.count
+        if batch.count >= batchSize || batchRejects.count >= batchSize || batchBytes >= Self.maximumBatchBytes { try flush() }
     }
 
-    private static func read(_ reader: inout CSVRecordReader, _ path: String) throws -> (line: Int, bytes: ArraySlice<UInt8>)? {
+    private static func read(_ reader: inout CSVRecordReader, _ path: String) throws -> CSVRecordReader.Record? {
         do {
             return try reader.next()
         } catch {
@@ -198,7 +239,8 @@ final class CampaignImporter {
     private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
         summary.rejected += 1
         batchRejects.append((line, reason, raw))
-        if batchRejects.count >= batchSize { try flush() }
+        batchBytes += raw.utf8.count
+        if batchRejects.count >= batchSize || batchBytes >= Self.maximumBatchBytes { try flush() }
     }
 
     /// Applies the account rule to the batch, then queues the rest in one fsynced transaction;
@@ -207,6 +249,7 @@ final class CampaignImporter {
         defer {
             for item in batchRejects.sorted(by: { $0.line < $1.line }) { rejects?.write(line: item.line, reason: item.reason, content: item.raw) }
             batchRejects.removeAll(keepingCapacity: true)
+            batchBytes = 0
         }
         guard !batch.isEmpty else { return }
         let pending = batch

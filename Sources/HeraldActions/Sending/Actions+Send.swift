@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -68,10 +69,16 @@ extension Actions {
 
     /// Sends one action to every address of a list, all or nothing: each address passes the same
     /// rules as a single admin send before any is queued (the per-address cooldown is for single
-    /// requests; use a campaign to pace bulk mail). Returns how many were queued.
+    /// requests; use a campaign to pace bulk mail).
     ///
-    /// - Throws: the first refusal, as a `BulkSendError` naming the address's index.
-    public func sendBulk(_ template: SendRequest, to addresses: [String], now: Date = Date()) throws -> Int {
+    /// With a `bulkKey` (see `bulkKey(for:addresses:)`) each recipient is queued once per key: an address
+    /// listed twice gets one email, and one an earlier run with the same key queued counts as already queued,
+    /// so running a send that failed part-way again queues exactly the rest.
+    /// - Throws: the first refusal, as a `BulkSendError` naming the address's index, before anything is
+    ///   queued; a failure while queueing as `BulkEnqueueFailure`, which says what the committed batches hold.
+    public func sendBulk(_ template: SendRequest, to addresses: [String], bulkKey: String? = nil, now: Date = Date()) throws
+        -> BulkEnqueueResult
+    {
         // One query for every address's account, and one for the shared new address.
         let standings = ownsAccounts ? try store.standings(emails: addresses.map { $0.lowercased() }) : [:]
         var newEmailTaken = false
@@ -94,7 +101,31 @@ extension Actions {
                 throw BulkSendError(index: index, error: error)
             }
         }
-        return try store.enqueue(requests, messageDomain: messageDomain, batchSize: 1000, now: now)
+        if bulkKey != nil {
+            var seen: Set<String> = []
+            requests = requests.filter { seen.insert($0.recipient.value).inserted }
+        }
+        return try store.enqueue(requests, bulkKey: bulkKey, messageDomain: messageDomain, batchSize: 1000, now: now)
+    }
+
+    /// The idempotency key of a bulk send: SHA-256 (hex) over the action, every option that shapes the mail
+    /// and the sorted, de-duplicated, lower-cased addresses, so the same list with the same options has the same key.
+    public static func bulkKey(for template: SendRequest, addresses: [String]) throws -> String {
+        struct Shape: Encodable {
+            let action: String
+            let newEmail: String?
+            let locale: String?
+            let displayName: String?
+            let settings: ActionCodeSettings
+            let addresses: [String]
+        }
+        let listed = Set(addresses.map { $0.lowercased() }).sorted()
+        let shape = Shape(
+            action: template.kind.rawValue, newEmail: template.newEmail?.lowercased(), locale: template.locale,
+            displayName: template.displayName, settings: template.settings, addresses: listed)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return SHA256.hash(data: try encoder.encode(shape)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The per-recipient limits on transactional mail (`policy`).

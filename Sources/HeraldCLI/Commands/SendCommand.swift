@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldActions
 import HeraldCore
+import HeraldStore
 
 /// `herald send`: validates and queues one action email, printing its outbox id.
 struct SendCommand: AsyncParsableCommand {
@@ -55,17 +56,36 @@ struct SendCommand: AsyncParsableCommand {
                 print(id)
             case (nil, let path?):
                 let lines = try Self.addresses(in: path)
+                let addresses = lines.map(\.address)
                 do {
-                    let queued = try actions.sendBulk(request, to: lines.map(\.address))
-                    print("queued \(queued) message(s)")
+                    let key = try Actions.bulkKey(for: request, addresses: addresses)
+                    print(Self.summary(try actions.sendBulk(request, to: addresses, bulkKey: key)))
                 } catch let refusal as BulkSendError {
                     let place = "\(path):\(lines[refusal.index].line)"
                     throw HeraldError(refusal.error.code, refusal.error.detail.isEmpty ? place : "\(place): \(refusal.error.detail)")
+                } catch let failure as BulkEnqueueFailure {
+                    throw Self.partialFailure(failure)
                 }
             default:
                 throw HeraldError(.argumentError, "give either one <email> or --recipients FILE")
             }
         }
+    }
+
+    /// What a bulk send queued, e.g. `queued 3000 message(s); 5000 already queued by an earlier run of this file`.
+    static func summary(_ result: BulkEnqueueResult) -> String {
+        let queued = "queued \(result.newlyQueued) message(s)"
+        guard result.alreadyQueued > 0 else { return queued }
+        return "\(queued); \(result.alreadyQueued) already queued by an earlier run of this file"
+    }
+
+    /// A bulk send that failed part-way, as one line saying how much is queued and that a re-run queues the rest.
+    static func partialFailure(_ failure: BulkEnqueueFailure) -> HeraldError {
+        let cause = failure.error as? HeraldError ?? HeraldError(.unavailable, "\(failure.error)")
+        let progress =
+            "queued \(failure.committed.total) of \(failure.requested) before the failure; "
+            + "run the same command again to queue the rest (already queued addresses are skipped)"
+        return HeraldError(cause.code, cause.detail.isEmpty ? progress : "\(cause.detail): \(progress)")
     }
 
     /// The addresses in a recipients file with their line numbers.

@@ -40,9 +40,10 @@ struct ServeCommand: AsyncParsableCommand {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
             if !noWorker {
                 let settings = SMTPSettings(configuration.smtp)
-                let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {
+                var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {
                     try CurlSMTPConnection(settings: settings)
                 }
+                worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
                 let grace = configuration.server.failureGrace
                 let service = WorkerService(worker: worker, concurrency: configuration.smtp.connections) { error in
                     // Tell load balancers first, then drain: /health is 503 for the grace period.
@@ -58,7 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(.init(service: app, serviceName: "http"))
             let group = ServiceGroup(
                 configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await group.run()
+            try await StopSignals.run(group)
         }
     }
 }

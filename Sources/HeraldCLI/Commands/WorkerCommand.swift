@@ -35,7 +35,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 configuration: .init(
                     services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker")],
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))
-            try await group.run()
+            try await StopSignals.run(group)
         }
     }
 

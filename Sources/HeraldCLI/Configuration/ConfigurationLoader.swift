@@ -2,12 +2,15 @@ import Configuration
 import Foundation
 import HeraldCore
 import HeraldMail
+import Synchronization
 import SystemPackage
+import Yams
 
 /// Reads `HeraldConfiguration` from a YAML file with `HERALD_…` environment overrides.
 ///
 /// Precedence: environment > file > built-in defaults. Every value is checked; the first problem
 /// is reported as one line naming the key, e.g. `smtp.url: expected smtp:// or smtps://, got 'http://x'`.
+/// A key in the file that Herald does not read stops start-up too, naming the nearest known key.
 public enum ConfigurationLoader {
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) async throws
         -> HeraldConfiguration
@@ -22,7 +25,29 @@ public enum ConfigurationLoader {
         let env = EnvironmentVariablesProvider(
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
-        return try await ConfigurationParser(reader: ConfigReader(providers: [env, file])).parse()
+        let parser = ConfigurationParser(reader: ConfigReader(providers: [env, file]))
+        let configuration = try await parser.parse()
+        try parser.rejectUnknownKeys(try fileKeys(path))
+        return configuration
+    }
+
+    /// The file's dotted leaf keys (`smtp.timeout`, `links.lifetime.signIn`), named as swift-configuration names them.
+    static func fileKeys(_ path: String) throws -> [String] {
+        do {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            guard let mapping = try Yams.compose(yaml: text)?.mapping else { return [] }
+            return leafKeys(mapping, prefix: [])
+        } catch {
+            throw HeraldError(.invalidConfiguration, "cannot read config file \(path): \(Self.oneLine(error))")
+        }
+    }
+
+    private static func leafKeys(_ mapping: Yams.Node.Mapping, prefix: [String]) -> [String] {
+        mapping.flatMap { key, value -> [String] in
+            let path = prefix + [key.string ?? "\(key)"]
+            guard let nested = value.mapping else { return [path.joined(separator: ".")] }
+            return leafKeys(nested, prefix: path)
+        }
     }
 
     static func oneLine(_ error: any Error) -> String {
@@ -31,8 +56,11 @@ public enum ConfigurationLoader {
 }
 
 /// Turns raw configuration values into a validated `HeraldConfiguration`.
+///
+/// Every key `parse()` asks for is recorded, so the loader can refuse keys in the file nobody reads.
 struct ConfigurationParser {
     let reader: ConfigReader
+    let asked = AskedKeys()
 
     func parse() async throws -> HeraldConfiguration {
         var c = HeraldConfiguration()
@@ -85,6 +113,7 @@ struct ConfigurationParser {
         c.smtp.connections = try await number("smtp.connections", c.smtp.connections, in: 1...64)
 
         c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
+        c.database.busyTimeout = try await duration("database.busyTimeout", c.database.busyTimeout, positive: true)
         c.tokens.keyFile = try await text("tokens.keyFile", c.tokens.keyFile) { _ in nil }
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }
 
@@ -99,6 +128,21 @@ struct ConfigurationParser {
         c.worker.pollInterval = try await duration("worker.pollInterval", c.worker.pollInterval, positive: true)
         for kind in [ActionKind.signIn, .resetPassword] {
             c.worker.maxQueueWait[kind] = try await duration("worker.maxQueueWait.\(Self.key(kind))", c.worker.maxQueueWait[kind]!, positive: true)
+        }
+        c.worker.maxQueueLifetime = try await duration("worker.maxQueueLifetime", c.worker.maxQueueLifetime, positive: true)
+        c.worker.connectionBackoffBase = try await duration("worker.connectionBackoffBase", c.worker.connectionBackoffBase, positive: true)
+        c.worker.connectionBackoffCap = try await duration("worker.connectionBackoffCap", c.worker.connectionBackoffCap, positive: true)
+        if c.worker.connectionBackoffCap < c.worker.connectionBackoffBase {
+            throw problem("worker.connectionBackoffCap", "must not be shorter than worker.connectionBackoffBase")
+        }
+        c.worker.heartbeatTimeout = try await duration("worker.heartbeatTimeout", c.worker.heartbeatTimeout, positive: true)
+        let exchange = c.smtp.connectTimeout + c.smtp.timeout
+        if c.worker.lease < 2 * exchange {
+            throw problem(
+                "worker.lease",
+                "\(DurationText.format(c.worker.lease)) is shorter than two SMTP exchanges; it must be at least "
+                    + "2 × (smtp.connectTimeout + smtp.timeout) = \(DurationText.format(2 * exchange)), or a slow send outlives its lease "
+                    + "and another worker sends the row again")
         }
         c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
         c.server.port = try await number("server.port", c.server.port, in: 0...65535)
@@ -135,6 +179,7 @@ struct ConfigurationParser {
     }
 
     private func raw(_ key: String, secret: Bool = false) async throws -> String? {
+        asked.insert(key)
         do {
             return try await reader.fetchString(forKey: ConfigKey(key), isSecret: secret)
         } catch {
@@ -175,6 +220,7 @@ struct ConfigurationParser {
     }
 
     private func list(_ key: String, _ fallback: [String], check: (String) -> String?) async throws -> [String] {
+        asked.insert(key)
         let values: [String]
         do {
             values = try await reader.fetchStringArray(forKey: ConfigKey(key)) ?? fallback
@@ -186,4 +232,61 @@ struct ConfigurationParser {
         }
         return values
     }
+}
+
+extension ConfigurationParser {
+    /// Fails on the first of `fileKeys` that `parse()` never asked for, suggesting the nearest key it did ask for.
+    ///
+    /// A known section with no keys under it (`policy:` with every line commented out) is fine. Call after
+    /// `parse()`; environment variables are not checked (unrelated `HERALD_*` variables may exist).
+    func rejectUnknownKeys(_ fileKeys: [String]) throws {
+        let known = asked.all
+        let sections = Set(known.flatMap(Self.sections))
+        let unknownKeys = fileKeys.filter { !known.contains($0) && !sections.contains($0) }
+        guard let unknown = unknownKeys.min() else { return }
+        guard let nearest = Self.nearest(to: unknown, in: known) else {
+            throw problem(unknown, "unknown configuration key")
+        }
+        throw problem(unknown, "unknown configuration key (did you mean \(nearest)?)")
+    }
+
+    /// The sections a key lies in: `links` and `links.lifetime` for `links.lifetime.signIn`.
+    static func sections(of key: String) -> [String] {
+        let parts = key.split(separator: ".")
+        return parts.indices.dropFirst().map { parts[..<$0].joined(separator: ".") }
+    }
+
+    /// The key closest to `key` by edit distance, ignoring case, if it is within three edits.
+    static func nearest(to key: String, in known: Set<String>) -> String? {
+        let scored = known.map { (distance: editDistance(key.lowercased(), $0.lowercased()), candidate: $0) }
+        let best = scored.min { ($0.distance, $0.candidate) < ($1.distance, $1.candidate) }
+        guard let best, best.distance <= 3 else { return nil }
+        return best.candidate
+    }
+
+    /// Levenshtein distance: the fewest single-character insertions, deletions and substitutions turning `a` into `b`.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let target = Array(b)
+        var previous = Array(0...target.count)
+        for (i, character) in a.enumerated() {
+            var current = [i + 1]
+            for (j, other) in target.enumerated() {
+                let substitution = previous[j] + (character == other ? 0 : 1)
+                current.append(min(previous[j + 1] + 1, current[j] + 1, substitution))
+            }
+            previous = current
+        }
+        return previous[target.count]
+    }
+}
+
+/// The set of keys a `ConfigurationParser` asked for; a class so the parser's non-mutating lookups can record them.
+final class AskedKeys: Sendable {
+    private let keys = Mutex<Set<String>>([])
+
+    func insert(_ key: String) {
+        keys.withLock { _ = $0.insert(key) }
+    }
+
+    var all: Set<String> { keys.withLock { $0 } }
 }

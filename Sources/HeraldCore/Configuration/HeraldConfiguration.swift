@@ -65,6 +65,9 @@ public struct HeraldConfiguration: Sendable {
     /// The SQLite ledger.
     public struct Database: Sendable {
         public var path = "var/herald.sqlite"
+        /// How long a statement waits for another process's write lock before the operation is
+        /// retried (worker) or answered 503 (API).
+        public var busyTimeout: TimeInterval = 10
         public init() {}
     }
 
@@ -133,11 +136,20 @@ public struct HeraldConfiguration: Sendable {
         public var maxAttempts = 8
         public var backoffBase: TimeInterval = 30
         public var backoffCap: TimeInterval = 3600
-        /// How long a claimed row stays reserved; a crashed worker's rows return after it.
+        /// How long a claimed row stays reserved, the backstop when a worker's death goes unnoticed;
+        /// at least two SMTP exchanges (`2 × (smtp.connectTimeout + smtp.timeout)`).
         public var lease: TimeInterval = 300
         public var pollInterval: TimeInterval = 1
         /// Queued mail older than this is expired instead of sent; actions absent here never expire.
         public var maxQueueWait: [ActionKind: TimeInterval] = [.signIn: 900, .resetPassword: 900]
+        /// Mail still undelivered this long after it first became due is expired, whatever the reason (Postfix: 5 days).
+        public var maxQueueLifetime: TimeInterval = 5 * 86400
+        /// After a connection-level failure the connection pauses this long, doubling per failure up to the cap.
+        public var connectionBackoffBase: TimeInterval = 1
+        public var connectionBackoffCap: TimeInterval = 60
+        /// A worker whose heartbeat is older than this is dead and its rows return to the queue (on the
+        /// worker's own host, a vanished process is noticed at once).
+        public var heartbeatTimeout: TimeInterval = 30
         /// Global cap on messages per second across all mail and connections; 0 means none.
         public var maxRate: Double = 0
         public init() {}

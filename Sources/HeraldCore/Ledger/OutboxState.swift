@@ -14,11 +14,14 @@ public enum OutboxState: String, Sendable, CaseIterable, Codable {
 public struct QueueStatus: Sendable, Hashable {
     /// Rows queued, deferred or sending.
     public let pending: Int
+    /// Of those, rows some worker holds (`sending`).
+    public let sending: Int
     /// The earliest time a pending row becomes claimable (next attempt, or lease end).
     public let nextDue: Date?
 
-    public init(pending: Int, nextDue: Date?) {
+    public init(pending: Int, sending: Int = 0, nextDue: Date?) {
         self.pending = pending
+        self.sending = sending
         self.nextDue = nextDue
     }
 }

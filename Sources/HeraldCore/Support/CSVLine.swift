@@ -1,50 +1,55 @@
 import Foundation
 
 /// One RFC 4180 CSV line: commas, double-quoted cells with `""` escapes.
+///
+/// Parsed as UTF-8 bytes, not `Character`s: a `"` followed by a combining mark is still a quote.
 public enum CSVLine {
     public static func parse(_ line: String) throws -> [String] {
-        if !line.utf8.contains(UInt8(ascii: "\"")) {  // the common case: no quoting, split on commas
-            return line.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).map { String(Substring($0)) }
+        let bytes = line.utf8
+        if !bytes.contains(quote) {  // the common case: no quoting, split on commas
+            return bytes.split(separator: comma, omittingEmptySubsequences: false).map { String(Substring($0)) }
         }
         var cells: [String] = []
-        var cell = ""
-        var quoted = false
-        var iterator = Array(line).makeIterator()
-        var atCellStart = true
-        while let character = iterator.next() {
-            if quoted {
-                if character == "\"" {
-                    if let next = iterator.next() {
-                        if next == "\"" {
-                            cell.append("\"")
-                        } else if next == "," {
-                            quoted = false
-                            cells.append(cell)
-                            cell = ""
-                            atCellStart = true
-                        } else {
-                            throw HeraldError(.argumentError, "unexpected character after a closing quote")
-                        }
-                    } else {
-                        quoted = false
-                    }
+        var cell: [UInt8] = []
+        var state = State.cellStart
+        for byte in bytes {
+            switch state {
+            case .quoted:
+                if byte == quote { state = .closing } else { cell.append(byte) }
+            case .closing:  // after a quote inside a quoted cell: an escaped quote or the cell's end
+                if byte == quote {
+                    cell.append(byte)
+                    state = .quoted
+                } else if byte == comma {
+                    endCell(&cells, &cell)
+                    state = .cellStart
                 } else {
-                    cell.append(character)
+                    throw HeraldError(.argumentError, "unexpected character after a closing quote")
                 }
-            } else if character == "\"" && atCellStart {
-                quoted = true
-                atCellStart = false
-            } else if character == "," {
-                cells.append(cell)
-                cell = ""
-                atCellStart = true
-            } else {
-                cell.append(character)
-                atCellStart = false
+            case .cellStart, .unquoted:
+                if byte == comma {
+                    endCell(&cells, &cell)
+                    state = .cellStart
+                } else if byte == quote && state == .cellStart {
+                    state = .quoted  // a quote opens a quoted cell only at its start; elsewhere it is a literal
+                } else {
+                    cell.append(byte)
+                    state = .unquoted
+                }
             }
         }
-        if quoted { throw HeraldError(.argumentError, "unterminated quoted field") }
-        cells.append(cell)
+        if state == .quoted { throw HeraldError(.argumentError, "unterminated quoted field") }
+        endCell(&cells, &cell)
         return cells
+    }
+
+    private enum State { case cellStart, unquoted, quoted, closing }
+
+    private static let quote = UInt8(ascii: "\"")
+    private static let comma = UInt8(ascii: ",")
+
+    private static func endCell(_ cells: inout [String], _ cell: inout [UInt8]) {
+        cells.append(String(decoding: cell, as: UTF8.self))
+        cell.removeAll(keepingCapacity: true)
     }
 }

@@ -62,6 +62,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case missingLocalID = "MISSING_LOCAL_ID"
             case unexpectedParameter = "UNEXPECTED_PARAMETER"
             case credentialTooOldLoginAgain = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
+            case unavailable = "UNAVAILABLE"
         }
 
         private let backing: Backing
@@ -126,6 +127,8 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let missingLocalID = Code(.missingLocalID)
         public static let unexpectedParameter = Code(.unexpectedParameter)
         public static let credentialTooOldLoginAgain = Code(.credentialTooOldLoginAgain)
+        /// The ledger cannot be read or committed right now (busy, locked, read-only, full, I/O): try again later.
+        public static let unavailable = Code(.unavailable)
     }
 
     public let code: Code

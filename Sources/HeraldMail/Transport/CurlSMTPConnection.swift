@@ -4,7 +4,12 @@ import HeraldCore
 
 /// An SMTP connection over one libcurl easy handle, reused across messages.
 ///
-/// Not thread-safe: give each thread its own connection. `send` blocks.
+/// Not thread-safe: give each thread its own connection. `send` blocks, at most `smtp.timeout`
+/// per exchange. After a failure that is not the message's own (a timeout, a dropped connection,
+/// a protocol error) the connection is closed at once, without waiting for the server, and the
+/// next message opens a fresh one. A connection the server closed while idle (Postfix's `421`
+/// after its idle timeout) is reopened and the message sent again on the new connection, since
+/// none of it had been transmitted.
 ///
 /// ```swift
 /// let connection = try CurlSMTPConnection(settings: SMTPSettings(configuration.smtp))
@@ -30,7 +35,10 @@ public final class CurlSMTPConnection: MailTransport {
     }
 
     deinit {
-        curl_easy_cleanup(handle)  // sends QUIT on an open connection
+        // A healthy idle connection gets its QUIT, but the wait for the reply is short: a stop is
+        // never held up by a slow server.
+        ccurl_easy_setopt_long(handle, CURLOPT_SERVER_RESPONSE_TIMEOUT, 1)
+        curl_easy_cleanup(handle)
         errorBuffer.deallocate()
     }
 
@@ -41,8 +49,7 @@ public final class CurlSMTPConnection: MailTransport {
         try set(CURLOPT_UPLOAD, 1)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Int(settings.connectTimeout * 1000))
         try set(CURLOPT_TIMEOUT_MS, Int(settings.timeout * 1000))
-        // Bounds each wait for a reply, including the QUIT libcurl sends on a stalled connection
-        // at clean-up (the default is 120 s).
+        // Bounds each wait for a reply (the default is 120 s).
         try set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int(settings.timeout.rounded(.up))))
         if settings.requireStartTLS {
             try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue))
@@ -60,9 +67,21 @@ public final class CurlSMTPConnection: MailTransport {
         }
         try check(ccurl_easy_setopt_callback(handle, CURLOPT_READFUNCTION, readCallback), "CURLOPT_READFUNCTION")
         try check(ccurl_easy_setopt_callback(handle, CURLOPT_HEADERFUNCTION, replyCallback), "CURLOPT_HEADERFUNCTION")
+        // The commands libcurl sends tell which one a failing reply answers (greeting, EHLO, MAIL, RCPT, DATA).
+        try check(ccurl_easy_setopt_debug(handle, commandCallback), "CURLOPT_DEBUGFUNCTION")
+        try set(CURLOPT_VERBOSE, 1)
     }
 
     public func send(from sender: String, to recipients: [String], message: [UInt8]) -> DeliveryResult {
+        let first = perform(from: sender, to: recipients, message: message)
+        guard first.staleConnection else { return first.result }
+        // The server had closed the idle connection (or said 421 on it) before any of the message
+        // went out: not this message's failure. Once more on a fresh connection.
+        return perform(from: sender, to: recipients, message: message).result
+    }
+
+    /// One exchange; `staleConnection` when a reused connection turned out closed before the message was sent.
+    private func perform(from sender: String, to recipients: [String], message: [UInt8]) -> (result: DeliveryResult, staleConnection: Bool) {
         let exchange = Exchange(message: message)
         var list: UnsafeMutablePointer<curl_slist>? = nil
         for recipient in recipients { list = curl_slist_append(list, "<\(recipient)>") }
@@ -74,48 +93,94 @@ public final class CurlSMTPConnection: MailTransport {
         if code == CURLE_OK { code = ccurl_easy_setopt_int64(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(message.count)) }
         if code == CURLE_OK { code = ccurl_easy_setopt_pointer(handle, CURLOPT_READDATA, context) }
         if code == CURLE_OK { code = ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context) }
+        if code == CURLE_OK { code = ccurl_easy_setopt_pointer(handle, CURLOPT_DEBUGDATA, context) }
         if code == CURLE_OK {
             code = withExtendedLifetime(exchange) { curl_easy_perform(handle) }
         }
         // The exchange and the recipient list die with this call; leave libcurl no pointer to them.
         ccurl_easy_setopt_pointer(handle, CURLOPT_READDATA, nil)
         ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, nil)
+        ccurl_easy_setopt_pointer(handle, CURLOPT_DEBUGDATA, nil)
         ccurl_easy_setopt_slist(handle, CURLOPT_MAIL_RCPT, nil)
         var connects = 0
         ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
         connectionsOpened += connects
         var responseCode = 0
         ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &responseCode)
-        return Self.classify(
-            code: code, responseCode: responseCode,
-            lastReply: code == CURLE_OK ? exchange.lastReply : exchange.failureReply ?? exchange.lastReply, error: errorText(code))
+        let failure = Failure(
+            code: code, reply: exchange.failureReply, command: exchange.failureCommand, lastReply: exchange.lastReply,
+            responseCode: responseCode, error: errorText(code))
+        let result = Self.classify(failure)
+        // After any failure the session's state is unknown (a half-done transaction, a dead socket): start afresh.
+        if result.outcome != .sent { closeNow() }
+        let stale = connects == 0 && exchange.offset == 0 && result.outcome == .connection && Self.isClosing(failure)
+        return (result, stale)
     }
 
-    /// Maps libcurl's result and the last reply to an outcome.
-    static func classify(code: CURLcode, responseCode: Int, lastReply: String?, error: String) -> DeliveryResult {
-        let replyCode = lastReply.flatMap { Int($0.prefix(3)) } ?? (responseCode > 0 ? responseCode : nil)
-        let text = lastReply ?? error
-        if code == CURLE_OK {
-            return DeliveryResult(outcome: .sent, replyCode: replyCode, replyText: text)
+    /// Drops the connection without a QUIT or any wait: libcurl finds it dead and opens a new one next time.
+    private func closeNow() {
+        let socket = ccurl_easy_active_socket(handle)
+        if socket >= 0 { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    /// What went wrong with one exchange, as libcurl and the server's replies tell it.
+    struct Failure {
+        let code: CURLcode
+        /// The first 4xx/5xx reply, and the command it answered.
+        let reply: String?
+        let command: SMTPCommand?
+        let lastReply: String?
+        let responseCode: Int
+        let error: String
+    }
+
+    /// The server closed (or is closing) the connection: `421`, or the connection ended with no reply.
+    static func isClosing(_ failure: Failure) -> Bool {
+        if let reply = failure.reply { return reply.hasPrefix("421") }
+        return [CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING].contains(failure.code)
+    }
+
+    /// Maps libcurl's result and the server's replies to an outcome.
+    ///
+    /// Only replies to the message's own RCPT and DATA (and a 552 size refusal to MAIL) speak about
+    /// the message; everything else — refused or dropped connections, timeouts, TLS, AUTH, the
+    /// greeting, EHLO/HELO, MAIL, any 421 — is the connection's, and charges the message nothing.
+    static func classify(_ failure: Failure) -> DeliveryResult {
+        let replyText = failure.reply ?? failure.lastReply
+        let replyCode = replyText.flatMap { Int($0.prefix(3)) } ?? (failure.responseCode > 0 ? failure.responseCode : nil)
+        if failure.code == CURLE_OK {
+            return DeliveryResult(outcome: .sent, replyCode: replyCode, replyText: failure.lastReply ?? "accepted")
         }
-        switch code {
+        if let reply = failure.reply, let code = Int(reply.prefix(3)) {
+            let messageLevel: Bool
+            switch failure.command {
+            case .rcpt?, .data?: messageLevel = code != 421 && ![530, 534, 535, 538].contains(code)
+            case .mail?: messageLevel = code == 552 || reply.contains("5.3.4")
+            default: messageLevel = false
+            }
+            if messageLevel {
+                return DeliveryResult(outcome: code >= 500 ? .permanent : .transient, replyCode: code, replyText: reply)
+            }
+            let stage = (failure.command ?? .greeting).stage
+            if failure.code == CURLE_LOGIN_DENIED || failure.command == .auth {
+                return DeliveryResult(outcome: .connection, replyCode: code, replyText: "authentication failed: \(reply)")
+            }
+            return DeliveryResult(outcome: .connection, replyCode: code, replyText: "\(stage) refused: \(reply)")
+        }
+        switch failure.code {
         case CURLE_LOGIN_DENIED:
-            return DeliveryResult(outcome: .transient, replyCode: replyCode, replyText: "authentication failed: \(text)")
+            return DeliveryResult(outcome: .connection, replyCode: replyCode, replyText: "authentication failed: \(failure.error)")
+        case CURLE_USE_SSL_FAILED where failure.command != .starttls:
+            return DeliveryResult(
+                outcome: .connection, replyCode: nil, replyText: "TLS failed: the server does not offer STARTTLS (\(failure.error))")
         case CURLE_USE_SSL_FAILED, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
             CURLE_SSL_CERTPROBLEM:
-            return DeliveryResult(outcome: .transient, replyCode: replyCode, replyText: "TLS failed: \(text)")
+            return DeliveryResult(outcome: .connection, replyCode: nil, replyText: "TLS failed: \(failure.error)")
         default:
-            break
+            // No failing reply: refused, timed out, dropped (an intermediate 354 is not an answer).
+            return DeliveryResult(
+                outcome: .connection, replyCode: nil, replyText: "\(failure.error) (last reply: \(failure.lastReply ?? "none"))")
         }
-        // 530/534/535/538: the server wants authentication or TLS first; a set-up problem, not the message's.
-        if let replyCode, (500..<600).contains(replyCode), ![530, 534, 535, 538].contains(replyCode) {
-            return DeliveryResult(outcome: .permanent, replyCode: replyCode, replyText: text)
-        }
-        if let replyCode, (400..<600).contains(replyCode) {
-            return DeliveryResult(outcome: .transient, replyCode: replyCode, replyText: text)
-        }
-        // A network failure: no reply answered the message (an intermediate 354 is not an answer).
-        return DeliveryResult(outcome: .transient, replyCode: nil, replyText: "\(error) (last reply: \(lastReply ?? "none"))")
     }
 
     private func errorText(_ code: CURLcode) -> String {
@@ -143,6 +208,43 @@ public final class CurlSMTPConnection: MailTransport {
     }
 }
 
+/// An SMTP command libcurl sent, as far as telling whose failure a reply is goes.
+enum SMTPCommand: Sendable {
+    case greeting, ehlo, starttls, auth, mail, rcpt, data, quit
+
+    init?(line: UnsafeRawBufferPointer) {
+        var word = ""
+        for byte in line.prefix(8) {
+            guard (65...90).contains(byte) || (97...122).contains(byte) else { break }
+            word.append(Character(Unicode.Scalar(byte & 0xDF)))
+        }
+        switch word {
+        case "EHLO", "HELO": self = .ehlo
+        case "STARTTLS": self = .starttls
+        case "AUTH": self = .auth
+        case "MAIL": self = .mail
+        case "RCPT": self = .rcpt
+        case "DATA": self = .data
+        case "QUIT": self = .quit
+        default: return nil
+        }
+    }
+
+    /// How a refusal at this point reads in the ledger.
+    var stage: String {
+        switch self {
+        case .greeting: "greeting"
+        case .ehlo: "EHLO"
+        case .starttls: "STARTTLS"
+        case .auth: "AUTH"
+        case .mail: "MAIL FROM"
+        case .rcpt: "RCPT TO"
+        case .data: "DATA"
+        case .quit: "QUIT"
+        }
+    }
+}
+
 /// The state of one message's upload and the replies seen, shared with libcurl's callbacks.
 private final class Exchange {
     let message: [UInt8]
@@ -151,6 +253,9 @@ private final class Exchange {
     var lastReply: String?
     /// The first 4xx/5xx reply: the one that failed the message (libcurl may QUIT after it).
     var failureReply: String?
+    /// The last command sent (nil before any: a reply then is the greeting), and the one the failure answered.
+    var lastCommand: SMTPCommand?
+    var failureCommand: SMTPCommand?
 
     init(message: [UInt8]) { self.message = message }
 
@@ -161,7 +266,10 @@ private final class Exchange {
         guard bytes.count >= 3, bytes[0...2].allSatisfy({ (48...57).contains($0) }) else { return }
         guard bytes.count == 3 || bytes[3] == UInt8(ascii: " ") else { return }
         lastReply = trimmed
-        if failureReply == nil, bytes[0] == UInt8(ascii: "4") || bytes[0] == UInt8(ascii: "5") { failureReply = trimmed }
+        if failureReply == nil, bytes[0] == UInt8(ascii: "4") || bytes[0] == UInt8(ascii: "5") {
+            failureReply = trimmed
+            failureCommand = lastCommand ?? .greeting
+        }
     }
 }
 
@@ -183,4 +291,12 @@ private let replyCallback: ccurl_data_callback = { buffer, size, count, userdata
     let bytes = UnsafeRawBufferPointer(start: buffer, count: size * count)
     exchange.receive(String(decoding: bytes, as: UTF8.self))
     return size * count
+}
+
+/// Notes each command libcurl sends; libcurl's other debug output is ignored.
+private let commandCallback: ccurl_debug_callback = { _, type, data, size, userdata in
+    guard type == CURLINFO_HEADER_OUT, let data, let userdata else { return 0 }
+    let exchange = Unmanaged<Exchange>.fromOpaque(userdata).takeUnretainedValue()
+    if let command = SMTPCommand(line: UnsafeRawBufferPointer(start: data, count: size)) { exchange.lastCommand = command }
+    return 0
 }

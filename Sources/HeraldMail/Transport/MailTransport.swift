@@ -16,10 +16,14 @@ public struct DeliveryResult: Sendable, Hashable {
     public enum Outcome: String, Sendable {
         /// Accepted (2xx after DATA).
         case sent
-        /// Worth retrying: 4xx, connection errors, timeouts, authentication or TLS set-up failures.
+        /// The message's own RCPT or DATA got a 4xx: worth retrying, and the attempt counts.
         case transient
-        /// Rejected for good: a 5xx to the message's own MAIL, RCPT or DATA.
+        /// The message's own RCPT or DATA (or a 552 size refusal to MAIL) got a 5xx: rejected for good.
         case permanent
+        /// The server or the connection failed, not the message: refused, timed out, TLS or AUTH
+        /// failed, a non-220 greeting, a refusal of EHLO/HELO or MAIL, any 421, a dropped connection.
+        /// The message is not charged; the connection pauses and reconnects.
+        case connection
     }
 
     public let outcome: Outcome

@@ -11,7 +11,11 @@ struct FirebaseError: HTTPResponseError {
     let statusName: String?
 
     init(_ error: HeraldError) {
-        self.init(status: .badRequest, message: error.description, reason: "invalid", statusName: nil)
+        if error.code == .unavailable {
+            self = .unavailable
+        } else {
+            self.init(status: .badRequest, message: error.description, reason: "invalid", statusName: nil)
+        }
     }
 
     init(status: HTTPResponse.Status, message: String, reason: String, statusName: String?) {
@@ -37,8 +41,14 @@ struct FirebaseError: HTTPResponseError {
     static let internalError = FirebaseError(
         status: .internalServerError, message: "INTERNAL_ERROR", reason: "backendError", statusName: "INTERNAL")
 
+    /// The ledger cannot commit right now: nothing was stored, the client may retry (Firebase's 503).
+    static let unavailable = FirebaseError(
+        status: .serviceUnavailable, message: "UNAVAILABLE", reason: "backendError", statusName: "UNAVAILABLE")
+
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        try FirebaseJSONEncoder.response(Envelope(self), status: status)
+        var response = try FirebaseJSONEncoder.response(Envelope(self), status: status)
+        if status == .serviceUnavailable { response.headers[.retryAfter] = "1" }
+        return response
     }
 
     /// The JSON shape of the envelope.

@@ -8,6 +8,8 @@ public struct ClaimPolicy: Sendable {
     public var maxAttempts: Int
     /// Queued mail older than this is expired, per action; absent actions never expire in the queue.
     public var maxQueueWait: [ActionKind: TimeInterval]
+    /// Any mail still undelivered this long after it first became due is expired (Postfix's `maximal_queue_lifetime`).
+    public var maxQueueLifetime: TimeInterval
     /// Code lifetime per action, counted from when the email is sent.
     public var lifetimes: [ActionKind: TimeInterval]
 
@@ -16,6 +18,7 @@ public struct ClaimPolicy: Sendable {
         lease = configuration.worker.lease
         maxAttempts = configuration.worker.maxAttempts
         maxQueueWait = configuration.worker.maxQueueWait
+        maxQueueLifetime = configuration.worker.maxQueueLifetime
         lifetimes = configuration.links.lifetime
     }
 

@@ -8,6 +8,8 @@ public struct DeliveryRecord: Sendable {
         case deferred(until: Date)
         case failed
         case dead
+        /// The server or the connection failed, not the message: the row goes back uncharged, due at `until`.
+        case returned(until: Date)
     }
 
     public let decision: Decision
@@ -30,6 +32,7 @@ public struct DeliveryRecord: Sendable {
         case .deferred: "deferred"
         case .failed: "failed"
         case .dead: "dead"
+        case .returned: "connection"
         }
     }
 }

@@ -13,7 +13,7 @@ public struct SendThrottle: Sendable, Hashable {
 }
 
 /// The outbox: queueing requests, and the worker's claim → record / release cycle.
-public protocol OutboxStore: Sendable {
+public protocol OutboxStore: WorkerRegistry {
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
     ///
     /// With a throttle, the check and the insert share the transaction, so concurrent requests
@@ -21,12 +21,17 @@ public protocol OutboxStore: Sendable {
     /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` when the throttle refuses.
     func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, now: Date) throws -> Int64
 
-    /// Queues many requests in durable batches of `batchSize`; returns how many were queued.
-    /// A failure part-way leaves earlier batches queued.
-    func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int
+    /// Queues many requests in durable batches of `batchSize`.
+    ///
+    /// With a `bulkKey`, a request whose recipient that key already queued is skipped and counted as
+    /// already queued (`outbox_bulk_recipient`), so running the same bulk send again queues only what is missing.
+    /// - Throws: `BulkEnqueueFailure` when a batch fails; the batches before it stay queued.
+    func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws
+        -> BulkEnqueueResult
 
-    /// Claims up to `policy.limit` due rows for this worker and mints a code for each (only its hash is stored).
-    func claim(_ policy: ClaimPolicy, now: Date) throws -> [ClaimedMessage]
+    /// Claims up to `policy.limit` due rows for `owner` (`<worker id>/<connection>`) and mints a code
+    /// for each (only its hash is stored).
+    func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage]
 
     /// Records one attempt and moves the row to its next state; a late result never overwrites a new owner's.
     func record(_ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws
@@ -53,7 +58,15 @@ extension OutboxStore {
         try enqueue(request, messageDomain: messageDomain, throttle: throttle, now: Date())
     }
 
-    public func claim(_ policy: ClaimPolicy) throws -> [ClaimedMessage] { try claim(policy, now: Date()) }
+    /// Queues many requests without a bulk key (every one is queued); returns how many were.
+    public func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int {
+        try enqueue(requests, bulkKey: nil, messageDomain: messageDomain, batchSize: batchSize, now: now).newlyQueued
+    }
+
+    /// Claims for a connection with no worker behind it (tests, one-off tools).
+    public func claim(_ policy: ClaimPolicy, now: Date = Date()) throws -> [ClaimedMessage] {
+        try claim(policy, owner: "local/0", now: now)
+    }
 
     public func release(_ claimed: [ClaimedMessage]) throws { try release(claimed, now: Date()) }
 

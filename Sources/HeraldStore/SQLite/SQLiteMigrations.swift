@@ -158,6 +158,7 @@ enum SQLiteMigrations {
                     UPDATE outbox SET due_at = next_attempt_at WHERE state IN ('queued','deferred','sending') AND attempts = 0;
                     UPDATE outbox SET due_at = queued_at WHERE due_at IS NULL;
                     CREATE INDEX outbox_claimed_by ON outbox(claimed_by) WHERE state = 'sending';
+                    CREATE INDEX outbox_due_at ON outbox(due_at) WHERE state IN ('queued','deferred');
                     CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_key, recipient) WHERE bulk_key IS NOT NULL;
 
                     CREATE TABLE delivery_attempts_v7 (

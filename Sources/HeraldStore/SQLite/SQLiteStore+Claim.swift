@@ -5,19 +5,22 @@ import HeraldCore
 extension SQLiteStore {
     /// Claims up to `policy.limit` due rows for this worker and mints a code for each.
     ///
-    /// In one transaction: rows whose lease ran out go back to the queue (or die when out of
-    /// attempts), stale queued sign-in/reset mail expires, then one `UPDATE … RETURNING`
-    /// statement claims the due rows, and each claimed row gets a fresh hashed code.
-    public func claim(_ policy: ClaimPolicy, now: Date) throws -> [ClaimedMessage] {
+    /// In one transaction: rows whose lease ran out go back to the queue (see `returnOrphans`),
+    /// stale queued sign-in/reset mail and mail past `maxQueueLifetime` expires, then one
+    /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>`),
+    /// and each claimed row gets a fresh hashed code.
+    public func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage] {
         let at = now.milliseconds
         return try pool.write { db in
-            try releaseExpiredLeases(db, maxAttempts: policy.maxAttempts, at: at)
+            try returnOrphans(
+                db, where: "lease_until < :now", ["now": at], maxAttempts: policy.maxAttempts,
+                reason: "lease expired: the worker stopped before recording a result", at: at)
             try expireStale(db, policy: policy, at: at)
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     UPDATE outbox
-                    SET state = 'sending', attempts = attempts + 1, lease_until = :lease, updated_at = :now
+                    SET state = 'sending', attempts = attempts + 1, lease_until = :lease, claimed_by = :owner, updated_at = :now
                     WHERE id IN (
                         SELECT id FROM outbox
                         WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
@@ -26,7 +29,7 @@ extension SQLiteStore {
                         LIMIT :limit)
                     RETURNING *
                     """,
-                arguments: ["lease": at + Int64(policy.lease * 1000), "now": at, "limit": policy.limit])
+                arguments: ["lease": at + Int64(policy.lease * 1000), "now": at, "limit": policy.limit, "owner": owner])
             var claimed: [ClaimedMessage] = []
             claimed.reserveCapacity(rows.count)
             let insert = try db.cachedStatement(
@@ -59,23 +62,62 @@ extension SQLiteStore {
         }
     }
 
-    /// Rows left in `sending` by a worker that died: back to the queue, or dead when out of attempts.
-    private func releaseExpiredLeases(_ db: Database, maxAttempts: Int, at: Int64) throws {
-        try db.execute(
+    /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
+    ///
+    /// Each connection sends its rows in claim order and leaves at most two unrecorded (one being
+    /// recorded, one being sent), so only the first two rows of each connection may have been
+    /// started: they get an `interrupted` attempt and go back to the queue (or die when out of
+    /// attempts). The others were never started: they go back with their attempt given back and
+    /// their code voided, as a graceful stop would have left them.
+    @discardableResult
+    func returnOrphans(
+        _ db: Database, where condition: String, _ arguments: StatementArguments, maxAttempts: Int, reason: String, at: Int64
+    ) throws -> (interrupted: Int, returned: Int) {
+        let rows = try Row.fetchAll(
+            db,
             sql: """
+                SELECT id, claimed_by FROM outbox WHERE state = 'sending' AND (\(condition))
+                ORDER BY claimed_by, lease_until, priority, next_attempt_at, id
+                """, arguments: arguments)
+        var started: [Int64] = []
+        var unstarted: [Int64] = []
+        var owner: String?? = .none
+        var rank = 0
+        for row in rows {
+            let claimedBy: String? = row["claimed_by"]
+            if owner != .some(claimedBy) {
+                owner = .some(claimedBy)
+                rank = 0
+            }
+            rank += 1
+            if rank <= 2 { started.append(row["id"]) } else { unstarted.append(row["id"]) }
+        }
+        let interrupt = """
                 INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_text)
-                SELECT id, attempts, updated_at, :now, 'interrupted', 'lease expired: the worker stopped before recording a result'
-                FROM outbox WHERE state = 'sending' AND lease_until < :now;
+                SELECT id, attempts, updated_at, :now, 'interrupted', :reason FROM outbox WHERE id = :id;
                 UPDATE outbox
-                SET state = CASE WHEN attempts >= :max THEN 'dead' ELSE 'queued' END,
-                    lease_until = NULL, next_attempt_at = :now, updated_at = :now,
-                    last_reply = 'lease expired: the worker stopped before recording a result'
-                WHERE state = 'sending' AND lease_until < :now;
-                """,
-            arguments: ["now": at, "max": maxAttempts])
+                SET state = CASE WHEN attempts >= :max THEN 'dead' ELSE 'queued' END, lease_until = NULL, claimed_by = NULL,
+                    next_attempt_at = :now, updated_at = :now, last_reply = :reason
+                WHERE id = :id
+            """
+        for id in started {
+            try db.execute(sql: interrupt, arguments: ["id": id, "now": at, "reason": reason, "max": maxAttempts])
+        }
+        let giveBack = """
+                UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END, attempts = attempts - 1,
+                    lease_until = NULL, claimed_by = NULL, updated_at = :now
+                WHERE id = :id;
+                UPDATE action_codes SET expires_at = MIN(expires_at, created_at)
+                WHERE id = (SELECT MAX(id) FROM action_codes WHERE outbox_id = :id) AND redeemed_at IS NULL
+            """
+        for id in unstarted {
+            try db.execute(sql: giveBack, arguments: ["id": id, "now": at])
+        }
+        return (started.count, unstarted.count)
     }
 
-    /// Queued sign-in and reset mail past its allowed wait is expired, never sent stale.
+    /// Queued sign-in and reset mail past its allowed wait is expired, never sent stale; any mail
+    /// past `maxQueueLifetime` since it first became due is expired too (rows of paused campaigns wait).
     private func expireStale(_ db: Database, policy: ClaimPolicy, at: Int64) throws {
         for (kind, wait) in policy.maxQueueWait {
             try db.execute(
@@ -86,6 +128,15 @@ extension SQLiteStore {
                     """,
                 arguments: ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)])
         }
+        try db.execute(
+            sql: """
+                UPDATE outbox SET state = 'expired', updated_at = :now,
+                    last_reply = 'expired: undelivered for longer than worker.maxQueueLifetime'
+                        || COALESCE(' (last reply: ' || last_reply || ')', '')
+                WHERE state IN ('queued','deferred') AND due_at < :cutoff
+                  AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
+                """,
+            arguments: ["now": at, "cutoff": at - Int64(policy.maxQueueLifetime * 1000)])
     }
 
     /// Returns rows this worker claimed but did not send (graceful shutdown) to the queue at once.
@@ -97,7 +148,7 @@ extension SQLiteStore {
                 try db.execute(
                     sql: """
                         UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END,
-                            attempts = attempts - 1, lease_until = NULL, next_attempt_at = :now, updated_at = :now
+                            attempts = attempts - 1, lease_until = NULL, claimed_by = NULL, next_attempt_at = :now, updated_at = :now
                         WHERE id = :id AND state = 'sending' AND lease_until = :lease
                         """,
                     arguments: ["id": item.message.id, "now": at, "lease": item.message.leaseUntil?.milliseconds])

@@ -20,41 +20,58 @@ extension SQLiteStore {
                     throw HeraldError(.tooManyAttempts, "")
                 }
             }
-            return try insert(db, request, encoder: JSONEncoder(), messageDomain: messageDomain, priority: 0, at: at)
+            // A row without a bulk key never conflicts, so it is always inserted.
+            return try insert(db, request, bulkKey: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)!
         }
     }
 
-    public func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int {
+    public func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws
+        -> BulkEnqueueResult
+    {
         let encoder = JSONEncoder()
         let at = now.milliseconds
-        var total = 0
-        for start in stride(from: 0, to: requests.count, by: max(1, batchSize)) {
-            let batch = requests[start..<min(start + max(1, batchSize), requests.count)]
-            try writeDurably { db in
-                for request in batch {
-                    _ = try insert(db, request, encoder: encoder, messageDomain: messageDomain, priority: 0, at: at)
+        let size = max(1, batchSize)
+        var committed = BulkEnqueueResult()
+        for start in stride(from: 0, to: requests.count, by: size) {
+            let batch = requests[start..<min(start + size, requests.count)]
+            do {
+                let inserted = try writeDurably { db in
+                    var inserted = 0
+                    for request in batch {
+                        let id = try insert(
+                            db, request, bulkKey: bulkKey, encoder: encoder, messageDomain: messageDomain, at: at)
+                        if id != nil { inserted += 1 }
+                    }
+                    return inserted
                 }
+                committed.newlyQueued += inserted
+                committed.alreadyQueued += batch.count - inserted
+            } catch {
+                throw BulkEnqueueFailure(committed: committed, requested: requests.count, error: error)
             }
-            total += batch.count
         }
-        return total
+        return committed
     }
 
+    /// Inserts one queued row and returns its id; nil when `bulkKey` has already queued this recipient.
     private func insert(
-        _ db: Database, _ request: ActionRequest, encoder: JSONEncoder, messageDomain: String, priority: Int, at: Int64
-    ) throws -> Int64 {
+        _ db: Database, _ request: ActionRequest, bulkKey: String?, encoder: JSONEncoder, messageDomain: String, at: Int64
+    ) throws -> Int64? {
         let settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,
-                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
-            request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
-            priority, at, at, at, at,
-        ])
-        return db.lastInsertedRowID
+                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at, bulk_key)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 'queued', ?, ?, ?, ?, ?)
+                ON CONFLICT (bulk_key, recipient) WHERE bulk_key IS NOT NULL DO NOTHING
+                RETURNING id
+                """)
+        return try Int64.fetchOne(
+            statement,
+            arguments: [
+                request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
+                request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
+                at, at, at, at, bulkKey,
+            ])
     }
 }

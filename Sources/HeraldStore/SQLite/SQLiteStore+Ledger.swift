@@ -46,11 +46,12 @@ extension SQLiteStore {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT COUNT(*) AS pending,
+                    SELECT COUNT(*) AS pending, COALESCE(SUM(state = 'sending'), 0) AS sending,
                            MIN(CASE WHEN state = 'sending' THEN lease_until ELSE next_attempt_at END) AS next_due
                     FROM outbox WHERE state IN ('queued','deferred','sending')
                     """)!
-            return QueueStatus(pending: row["pending"], nextDue: (row["next_due"] as Int64?).map(Date.init(milliseconds:)))
+            return QueueStatus(
+                pending: row["pending"], sending: row["sending"], nextDue: (row["next_due"] as Int64?).map(Date.init(milliseconds:)))
         }
     }
 

@@ -11,10 +11,15 @@ import HeraldCore
 /// let id = try store.enqueue(request, messageDomain: "example.com")
 /// ```
 public final class SQLiteStore: HeraldStore {
-    let pool: DatabasePool
+    let pool: LedgerPool
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
-    public init(path: String) throws {
+    ///
+    /// `busyTimeout` is how long one statement waits for another process's write lock before the
+    /// operation fails as `UNAVAILABLE` (and is retried or answered 503 by the caller).
+    /// - Throws: `UNAVAILABLE` while the file is locked, read-only or on a full disk;
+    ///   `INVALID_CONFIGURATION` when it cannot be a ledger at all.
+    public init(path: String, busyTimeout: TimeInterval = 10) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {
@@ -24,16 +29,36 @@ public final class SQLiteStore: HeraldStore {
             }
         }
         var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA cache_size = -32768")  // 32 MiB of pages: big imports keep their indexes in memory
+            // A checkpoint every 1,000 pages, and the WAL cut back to 4 MiB after each: disk use follows the data.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 1000")
+            try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try SQLiteMigrations.migrator.migrate(pool)
+            let base = try LedgerPool.translating(opening: true) { try DatabasePool(path: path, configuration: configuration) }
+            try LedgerPool.translating(opening: true) { try Self.migrate(base) }
+            pool = LedgerPool(base: base)
         } catch let error as DatabaseError {
             throw HeraldError(.invalidConfiguration, "database \(path): \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    /// Applies pending migrations. Two processes opening a new ledger at once may both try the same
+    /// migration; the loser sees "already exists" and looks again (each migration is one transaction).
+    private static func migrate(_ pool: DatabasePool) throws {
+        var attempt = 0
+        while true {
+            do {
+                return try SQLiteMigrations.migrator.migrate(pool)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR && attempt < 10 {
+                let message = error.message ?? ""
+                guard message.contains("already exists") || message.contains("duplicate column") else { throw error }
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+            }
         }
     }
 
@@ -52,6 +77,16 @@ public final class SQLiteStore: HeraldStore {
                 return .commit
             }
             return result!
+        }
+    }
+
+    /// Copies the WAL into the database and truncates it, so a quiet ledger holds no stale log.
+    ///
+    /// SQLite checkpoints on its own every 1,000 pages, but cannot while a reader holds an old snapshot
+    /// and never shrinks the file below `journal_size_limit`; the worker calls this when idle.
+    public func checkpoint() throws {
+        try pool.writeWithoutTransaction { db in
+            _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
         }
     }
 

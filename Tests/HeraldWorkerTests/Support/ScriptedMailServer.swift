@@ -73,4 +73,5 @@ extension DeliveryResult {
     static let accepted = DeliveryResult(outcome: .sent, replyCode: 250, replyText: "250 2.0.0 Ok: queued as 4F2A")
     static let greylisted = DeliveryResult(outcome: .transient, replyCode: 451, replyText: "451 4.7.1 Greylisted, try again later")
     static let noSuchUser = DeliveryResult(outcome: .permanent, replyCode: 550, replyText: "550 5.1.1 No such user")
+    static let refused = DeliveryResult(outcome: .connection, replyCode: nil, replyText: "curl error 7: Couldn't connect to server")
 }

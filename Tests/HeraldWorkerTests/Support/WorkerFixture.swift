@@ -27,6 +27,14 @@ struct WorkerFixture {
 
     /// A worker with the default configuration, then `change`.
     func worker(sendingTo server: ScriptedMailServer, _ change: (inout HeraldConfiguration) -> Void = { _ in }) throws -> Worker {
+        try Self.worker(store: store, templates: templates, sendingTo: server, change)
+    }
+
+    /// A worker over `store` (e.g. a second handle on the same file).
+    static func worker(
+        store: SQLiteStore, templates: TemplateLibrary, sendingTo server: ScriptedMailServer,
+        _ change: (inout HeraldConfiguration) -> Void = { _ in }
+    ) throws -> Worker {
         var configuration = HeraldConfiguration()
         change(&configuration)
         return Worker(

@@ -1,0 +1,51 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func register(_ worker: WorkerProcess) throws {
+        try pool.write { db in
+            // Stopped workers are kept a day for `herald` operators to read, then forgotten.
+            try db.execute(
+                sql: "DELETE FROM workers WHERE stopped_at < ?", arguments: [worker.startedAt.milliseconds - 86_400_000])
+            try db.execute(
+                sql: "INSERT INTO workers (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [worker.id, worker.host, worker.pid, worker.startedAt.milliseconds, worker.heartbeatAt.milliseconds])
+        }
+    }
+
+    public func heartbeat(worker id: String, now: Date) throws {
+        try pool.write { db in
+            try db.execute(
+                sql: "UPDATE workers SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", arguments: [now.milliseconds, id])
+        }
+    }
+
+    public func deregister(worker id: String, now: Date) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE workers SET stopped_at = ? WHERE id = ?", arguments: [now.milliseconds, id])
+        }
+    }
+
+    public func liveWorkers() throws -> [WorkerProcess] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM workers WHERE stopped_at IS NULL ORDER BY started_at").map { row in
+                WorkerProcess(
+                    id: row["id"], host: row["host"], pid: row["pid"], startedAt: Date(milliseconds: row["started_at"]),
+                    heartbeatAt: Date(milliseconds: row["heartbeat_at"]))
+            }
+        }
+    }
+
+    @discardableResult
+    public func returnOrphans(ofWorker id: String, reason: String, maxAttempts: Int, now: Date) throws -> (interrupted: Int, returned: Int) {
+        let at = now.milliseconds
+        return try pool.write { db in
+            try db.execute(sql: "UPDATE workers SET stopped_at = ? WHERE id = ? AND stopped_at IS NULL", arguments: [at, id])
+            // Owners are '<id>/<connection>': the range ['<id>/', '<id>0') holds exactly them ('0' follows '/').
+            return try returnOrphans(
+                db, where: "claimed_by >= :first AND claimed_by < :last", ["first": id + "/", "last": id + "0"],
+                maxAttempts: maxAttempts, reason: reason, at: at)
+        }
+    }
+}
