@@ -21,6 +21,31 @@ struct Runtime {
         try StoreOpener.open(configuration.database)
     }
 
+    /// For the long-running commands: a ledger that is locked, read-only or on a full disk at
+    /// start-up is waited for (logged), not a reason to exit; a stop signal meanwhile exits 0.
+    func openStoreWaiting() async throws -> any HeraldStore {
+        var delay = 0.1
+        var waitingSince: Date?
+        while true {
+            do {
+                let store = try openStore()
+                if let waitingSince {
+                    logger.info("ledger available again after \(String(format: "%.1f", Date().timeIntervalSince(waitingSince))) s; starting")
+                }
+                return store
+            } catch let error as HeraldError where error.code == .unavailable {
+                if waitingSince == nil {
+                    waitingSince = Date()
+                    logger.warning("ledger unavailable at start-up; waiting for it", metadata: ["error": "\(error.detail)"])
+                }
+                guard !StopSignals.isRequested else { throw ExitCode.success }
+                try await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 5)
+                guard !StopSignals.isRequested else { throw ExitCode.success }
+            }
+        }
+    }
+
     /// The rulebook over the configured store; every command that reads or changes the ledger goes through it.
     ///
     /// Emulator mode is a `herald serve` setting (its codes live in the server's memory): commands always queue.

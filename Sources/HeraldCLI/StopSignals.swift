@@ -44,6 +44,14 @@ enum StopSignals {
         }
     }
 
+    /// Whether a stop signal came before the group ran (start-up may give up waiting then).
+    static var isRequested: Bool {
+        state.withLock { current in
+            if case .requested = current { return true }
+            return false
+        }
+    }
+
     /// Runs `group`, shutting it down gracefully from the start if a stop signal came before.
     static func run(_ group: ServiceGroup) async throws {
         let stopRequested = state.withLock { current in

@@ -182,7 +182,7 @@ public struct Worker: Sendable {
             guard outcomes.putAndWaitUntilTaken(outcome) else { break }
             if let pause {
                 logger.warning(
-                    "SMTP connection failed; pausing it \(String(format: "%.1f", pause)) s",
+                    "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
                     metadata: ["reply": "\(result.replyText)", "connection": "\(context.owner)"])
                 giveBack(prepared.drain())
                 breaker.waitWhilePaused(stop)

@@ -28,7 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
             CurlSMTPConnection.initializeLibrary()  // before any thread starts
             let runtime = try await Runtime.load(global)
             let configuration = runtime.configuration
-            let store = try runtime.openStore()
+            let store = try await runtime.openStoreWaiting()
             let composer = try runtime.composer()
             let logger = runtime.logger
             let health = Health()

@@ -25,7 +25,7 @@ struct WorkerCommand: AsyncParsableCommand {
             guard (1...64).contains(connections) else { throw ValidationError("--concurrency must be from 1 to 64") }
             let settings = SMTPSettings(configuration.smtp)
             let worker = Worker(
-                store: try runtime.openStore(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
+                store: try await runtime.openStoreWaiting(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
             ) { try CurlSMTPConnection(settings: settings) }
             runtime.logger.info(
                 "worker started",
