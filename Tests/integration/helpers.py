@@ -510,3 +510,21 @@ def kill_when_received(proc: subprocess.Popen, server: CaptureServer, count: int
             raise AssertionError(f"timed out after {timeout}s waiting for {count} received messages "
                                  f"(got {received})")
         time.sleep(0.002)
+
+
+def duplicates_by_crash(seen: dict, boundaries: list) -> tuple:
+    """Attribute each repeated delivery to the crash between its two receptions.
+
+    `seen` maps a recipient to the indexes (in arrival order) of its receptions; `boundaries`
+    holds the reception count at each crash. Returns (duplicates per crash, recipients sent
+    twice with no crash in between)."""
+    per_crash = [0] * len(boundaries)
+    unexplained = []
+    for rcpt, indexes in seen.items():
+        for first, again in zip(indexes, indexes[1:]):
+            crash = next((i for i, b in enumerate(boundaries) if first < b <= again), None)
+            if crash is None:
+                unexplained.append(rcpt)
+            else:
+                per_crash[crash] += 1
+    return per_crash, unexplained

@@ -18,7 +18,7 @@ from __future__ import annotations
 import signal
 import time
 
-from helpers import by_recipient, kill_when_received, query, wait_until, write_config
+from helpers import by_recipient, duplicates_by_crash, kill_when_received, query, wait_until, write_config
 
 CONNECTIONS = 2
 IN_FLIGHT = 2 * CONNECTIONS  # unrecorded sends a SIGKILL may catch: per connection one recording, one sending
@@ -77,16 +77,7 @@ def test_worst_moment_kills_duplicate_at_most_two_sends_per_connection(herald, s
     missing = sorted(set(recipients) - set(seen))
     assert not missing, f"never delivered: {missing}"
 
-    # Attribute every repeated delivery to the crash between its two receptions.
-    per_crash = [0] * len(boundaries)
-    unexplained = []
-    for rcpt, indexes in seen.items():
-        for first, again in zip(indexes, indexes[1:]):
-            crash = next((i for i, b in enumerate(boundaries) if first < b <= again), None)
-            if crash is None:
-                unexplained.append(rcpt)
-            else:
-                per_crash[crash] += 1
+    per_crash, unexplained = duplicates_by_crash(seen, boundaries)
     interrupted = interrupted_counts(db)
     print(f"kills at {list(KILL_AT)} -> accepted {boundaries}; duplicates per crash {per_crash}; "
           f"interrupted attempts {sum(interrupted.values())} on rows {sorted(interrupted)}")

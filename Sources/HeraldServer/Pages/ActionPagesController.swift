@@ -31,6 +31,8 @@ struct ActionPagesController: Sendable {
         let check: LinkCheck
         do {
             check = try await offload { try actions.click(code: code, kind: kind, visitor: visitor) }
+        } catch let error as HeraldError where error.code == .unavailable {
+            return page(.error, lang, "unavailable", .serviceUnavailable)
         } catch {
             context.logger.error("recording a click failed", metadata: ["error": "\(error)"])
             return page(.error, lang, "invalid_code", .internalServerError)
@@ -79,6 +81,8 @@ struct ActionPagesController: Sendable {
             var form = pageForm(kind, code, continueURL)
             form.email = try? await offload { try actions.inspect(code: code, visitor: visitor).email }
             return page(.resetForm, lang, "weak_password", .badRequest, form: form)
+        } catch let error as HeraldError where error.code == .unavailable {
+            return page(.error, lang, "unavailable", .serviceUnavailable)
         } catch let error as HeraldError {
             return page(.error, lang, error.code == .expiredOOBCode ? "expired_code" : "invalid_code", .badRequest)
         } catch {
