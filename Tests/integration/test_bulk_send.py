@@ -26,7 +26,8 @@ def send_bulk(herald, config, path, *options, check: bool = True):
 
 
 def outbox(db) -> list:
-    return query(db, "SELECT recipient, bulk_key, locale, due_at, next_attempt_at FROM outbox ORDER BY id")
+    return query(db, "SELECT recipient, (SELECT key FROM bulk_sends WHERE id = bulk_id) AS bulk_key, locale, due_at, "
+                     "next_attempt_at FROM outbox ORDER BY id")
 
 
 def test_sending_the_same_file_twice_queues_each_address_once(herald, capture, tmp_path, db):

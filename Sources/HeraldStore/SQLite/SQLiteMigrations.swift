@@ -154,12 +154,17 @@ enum SQLiteMigrations {
                     ) WITHOUT ROWID;
                     ALTER TABLE outbox ADD COLUMN claimed_by TEXT;     -- '<worker id>/<connection>' holding the lease
                     ALTER TABLE outbox ADD COLUMN due_at INTEGER;      -- first due; worker.maxQueueLifetime counts from here
-                    ALTER TABLE outbox ADD COLUMN bulk_key TEXT;       -- `send --recipients`: one key per file and options
+                    ALTER TABLE outbox ADD COLUMN bulk_id INTEGER REFERENCES bulk_sends(id);  -- `send --recipients` run
                     UPDATE outbox SET due_at = next_attempt_at WHERE state IN ('queued','deferred','sending') AND attempts = 0;
                     UPDATE outbox SET due_at = queued_at WHERE due_at IS NULL;
                     CREATE INDEX outbox_claimed_by ON outbox(claimed_by) WHERE state = 'sending';
                     CREATE INDEX outbox_due_at ON outbox(due_at) WHERE state IN ('queued','deferred');
-                    CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_key, recipient) WHERE bulk_key IS NOT NULL;
+                    CREATE TABLE bulk_sends (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        key TEXT NOT NULL UNIQUE,           -- SHA-256 of the action, its options and the address list
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_id, recipient) WHERE bulk_id IS NOT NULL;
 
                     CREATE TABLE delivery_attempts_v7 (
                         id INTEGER PRIMARY KEY AUTOINCREMENT,

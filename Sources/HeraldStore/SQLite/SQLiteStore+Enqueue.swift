@@ -21,7 +21,8 @@ extension SQLiteStore {
                 }
             }
             // A row without a bulk key never conflicts, so it is always inserted.
-            return try insert(db, request, bulkKey: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)!
+            _ = try insert(db, request, bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
+            return db.lastInsertedRowID
         }
     }
 
@@ -32,15 +33,17 @@ extension SQLiteStore {
         let at = now.milliseconds
         let size = max(1, batchSize)
         var committed = BulkEnqueueResult()
+        var bulkID: Int64?
         for start in stride(from: 0, to: requests.count, by: size) {
             let batch = requests[start..<min(start + size, requests.count)]
             do {
                 let inserted = try writeDurably { db in
+                    if let bulkKey, bulkID == nil { bulkID = try Self.bulkSend(db, key: bulkKey, at: at) }
                     var inserted = 0
                     for request in batch {
-                        let id = try insert(
-                            db, request, bulkKey: bulkKey, encoder: encoder, messageDomain: messageDomain, at: at)
-                        if id != nil { inserted += 1 }
+                        if try insert(db, request, bulkID: bulkID, encoder: encoder, messageDomain: messageDomain, at: at) {
+                            inserted += 1
+                        }
                     }
                     return inserted
                 }
@@ -53,25 +56,29 @@ extension SQLiteStore {
         return committed
     }
 
-    /// Inserts one queued row and returns its id; nil when `bulkKey` has already queued this recipient.
+    /// The id of the bulk send with this key, recorded on first use (rows refer to it by a small integer).
+    private static func bulkSend(_ db: Database, key: String, at: Int64) throws -> Int64 {
+        try db.execute(sql: "INSERT INTO bulk_sends (key, created_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", arguments: [key, at])
+        return try Int64.fetchOne(db, sql: "SELECT id FROM bulk_sends WHERE key = ?", arguments: [key])!
+    }
+
+    /// Inserts one queued row; false when `bulkID` has already queued this recipient.
     private func insert(
-        _ db: Database, _ request: ActionRequest, bulkKey: String?, encoder: JSONEncoder, messageDomain: String, at: Int64
-    ) throws -> Int64? {
+        _ db: Database, _ request: ActionRequest, bulkID: Int64?, encoder: JSONEncoder, messageDomain: String, at: Int64
+    ) throws -> Bool {
         let settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)
-        let statement = try db.cachedStatement(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,
-                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at, bulk_key)
+                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at, bulk_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 'queued', ?, ?, ?, ?, ?)
-                ON CONFLICT (bulk_key, recipient) WHERE bulk_key IS NOT NULL DO NOTHING
-                RETURNING id
-                """)
-        return try Int64.fetchOne(
-            statement,
-            arguments: [
-                request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
-                request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
-                at, at, at, at, bulkKey,
-            ])
+                ON CONFLICT (bulk_id, recipient) WHERE bulk_id IS NOT NULL DO NOTHING
+                """
+        ).execute(arguments: [
+            request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
+            request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
+            at, at, at, at, bulkID,
+        ])
+        return db.changesCount > 0
     }
 }
