@@ -15,20 +15,9 @@ final class Handoff<Item: Sendable>: @unchecked Sendable {
     init(capacity: Int) { self.capacity = capacity }
 
     /// Waits for room; returns false (keeping nothing) once the consumer has closed the hand-off.
-    func put(_ item: Item) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while items.count >= capacity && !closed { condition.wait() }
-        guard !closed else { return false }
-        items.append(item)
-        puts += 1
-        condition.broadcast()
-        return true
-    }
-
-    /// Puts `item` and waits until the consumer has taken it: the producer never runs more than
-    /// one item ahead. False (keeping nothing) once the consumer has closed the hand-off.
-    func putAndWaitUntilTaken(_ item: Item) -> Bool {
+    /// With `waitUntilTaken`, also waits until the consumer has taken `item`, so the producer never
+    /// runs more than one item ahead.
+    func put(_ item: Item, waitUntilTaken: Bool = false) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while items.count >= capacity && !closed { condition.wait() }
@@ -37,8 +26,8 @@ final class Handoff<Item: Sendable>: @unchecked Sendable {
         puts += 1
         let ticket = puts
         condition.broadcast()
-        while takes < ticket && !closed { condition.wait() }
-        return takes >= ticket
+        while waitUntilTaken && takes < ticket && !closed { condition.wait() }
+        return takes >= ticket || !waitUntilTaken
     }
 
     /// Takes whatever is waiting without blocking (the hand-off stays open).

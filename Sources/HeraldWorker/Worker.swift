@@ -179,7 +179,7 @@ public struct Worker: Sendable {
             }
             let outcome = Outcome(claimed: item.claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
             // False only when the recorder failed; the unrecorded row returns when this worker is found gone.
-            guard outcomes.putAndWaitUntilTaken(outcome) else { break }
+            guard outcomes.put(outcome, waitUntilTaken: true) else { break }
             if let pause {
                 logger.warning(
                     "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",

@@ -144,16 +144,25 @@ extension SQLiteStore {
         guard !claimed.isEmpty else { return }
         let at = now.milliseconds
         try pool.write { db in
-            for item in claimed {
-                try db.execute(
-                    sql: """
-                        UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END,
-                            attempts = attempts - 1, lease_until = NULL, claimed_by = NULL, next_attempt_at = :now, updated_at = :now
-                        WHERE id = :id AND state = 'sending' AND lease_until = :lease
-                        """,
-                    arguments: ["id": item.message.id, "now": at, "lease": item.message.leaseUntil?.milliseconds])
-                try db.execute(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?", arguments: [item.codeID])
-            }
+            for item in claimed { try giveBack(db, item, next: at, reply: nil, at: at) }
         }
+    }
+
+    /// Gives a claimed row its attempt back: it returns to the queue due at `next`, its code voided,
+    /// only while this claim still holds it (same lease). With a reply, the row shows it as its last.
+    func giveBack(_ db: Database, _ claimed: ClaimedMessage, next: Int64, reply: (code: Int?, text: String)?, at: Int64) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END, attempts = attempts - 1,
+                    lease_until = NULL, claimed_by = NULL, updated_at = :at, next_attempt_at = :next,
+                    last_reply_code = CASE WHEN :replied THEN :code ELSE last_reply_code END,
+                    last_reply = CASE WHEN :replied THEN :reply ELSE last_reply END
+                WHERE id = :id AND state = 'sending' AND lease_until = :lease
+                """
+        ).execute(arguments: [
+            "at": at, "next": next, "replied": reply != nil, "code": reply?.code, "reply": reply?.text, "id": claimed.message.id,
+            "lease": claimed.message.leaseUntil?.milliseconds,
+        ])
+        try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?").execute(arguments: [claimed.codeID])
     }
 }

@@ -40,7 +40,8 @@ extension SQLiteStore {
                 try update(db, claimed, state: "dead", record, next: nil, at: finished)
             case .returned(let until):
                 next = until.milliseconds
-                try giveBack(db, claimed, record, next: until.milliseconds, at: finished)
+                // The connection failed, not the message: the attempt is given back and the row waits.
+                try giveBack(db, claimed, next: until.milliseconds, reply: (record.replyCode, record.replyText), at: finished)
             }
             try db.cachedStatement(
                 sql: """
@@ -52,22 +53,6 @@ extension SQLiteStore {
                 record.replyCode, record.replyText, next,
             ])
         }
-    }
-
-    /// The connection failed, not the message: the attempt is given back and the row waits for `next`.
-    private func giveBack(_ db: Database, _ claimed: ClaimedMessage, _ record: DeliveryRecord, next: Int64, at: Int64) throws {
-        try db.cachedStatement(
-            sql: """
-                UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END, attempts = attempts - 1,
-                    lease_until = NULL, claimed_by = NULL, updated_at = :at, next_attempt_at = :next,
-                    last_reply_code = :code, last_reply = :reply
-                WHERE id = :id AND state = 'sending' AND lease_until = :lease
-                """
-        ).execute(arguments: [
-            "at": at, "next": next, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id,
-            "lease": claimed.message.leaseUntil?.milliseconds,
-        ])
-        try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?").execute(arguments: [claimed.codeID])
     }
 
     private func update(_ db: Database, _ claimed: ClaimedMessage, state: String, _ record: DeliveryRecord, next: Int64?, at: Int64) throws {
