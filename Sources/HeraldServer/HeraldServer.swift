@@ -22,7 +22,8 @@ public enum HeraldServer {
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale,
             appName: configuration.project.appName)
         let tokens = try actions.idTokens()  // a bad key file stops the server before it listens
-        let router = Router(context: HeraldRequestContext.self)
+        let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: UnroutedMiddleware())
         let toolkit = IdentityToolkitController(actions: actions)
         for family in IdentityToolkitController.pathFamilies {
             router.addRoutes(toolkit.routes, atPath: family)
@@ -43,6 +44,7 @@ public enum HeraldServer {
         let responder = CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains)
         return Application(
             responder: responder,
+            server: .guardedHTTP1(FrontDoorLimits(server)),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: "Herald"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? server.port) },
             logger: logger)

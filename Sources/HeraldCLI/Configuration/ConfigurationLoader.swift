@@ -162,6 +162,17 @@ struct ConfigurationParser {
         }
         c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))
         c.server.failureGrace = try await duration("server.failureGrace", c.server.failureGrace, positive: false)
+        c.server.maxConnections = try await number("server.maxConnections", c.server.maxConnections, in: 0...1_000_000)
+        c.server.maxConnectionsPerClient = try await number(
+            "server.maxConnectionsPerClient", c.server.maxConnectionsPerClient, in: 0...1_000_000)
+        c.server.trustedProxies = try await list("server.trustedProxies", c.server.trustedProxies) {
+            IPAddressText.isValid($0) ? nil : "expected an IP address, got '\($0)'"
+        }.compactMap(IPAddressText.canonical)
+        c.server.idleTimeout = try await duration("server.idleTimeout", c.server.idleTimeout, positive: true)
+        c.server.headerTimeout = try await duration("server.headerTimeout", c.server.headerTimeout, positive: true)
+        c.server.bodyTimeout = try await duration("server.bodyTimeout", c.server.bodyTimeout, positive: true)
+        c.server.maxHeaderBytes = try await number("server.maxHeaderBytes", c.server.maxHeaderBytes, in: 1024...1_048_576)
+        c.server.maxHeaderCount = try await number("server.maxHeaderCount", c.server.maxHeaderCount, in: 16...10_000)
         let owner = try await text("accounts.owner", c.accounts.owner.rawValue) {
             HeraldConfiguration.Accounts.Owner(rawValue: $0) == nil ? "expected herald or app, got '\($0)'" : nil
         }

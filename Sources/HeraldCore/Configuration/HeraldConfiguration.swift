@@ -89,6 +89,25 @@ public struct HeraldConfiguration: Sendable {
         public var tokenSecret = ""
         /// After the embedded worker fails, `/health` answers 503 this long before the server drains and exits.
         public var failureGrace: TimeInterval = 5
+        /// Most HTTP connections open at once; further ones get `503` and are closed. 0: as many as file
+        /// descriptors allow (the soft limit, raised to the hard one at start-up, less 64 for the ledger and mail).
+        public var maxConnections = 0
+        /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64); further ones
+        /// get `429`. Trusted proxies are exempt. 0: no per-client cap.
+        public var maxConnectionsPerClient = 128
+        /// Peers whose connections carry many clients (reverse proxies): exempt from the per-client caps,
+        /// and the only peers whose `X-Forwarded-For` is believed. IP addresses.
+        public var trustedProxies: [String] = []
+        /// A connection with no request in progress is closed after this long.
+        public var idleTimeout: TimeInterval = 30
+        /// A request's head (request line and headers) must arrive within this long of its first byte, else `408`.
+        public var headerTimeout: TimeInterval = 10
+        /// A request's body must arrive within this long of its head, else `408`.
+        public var bodyTimeout: TimeInterval = 30
+        /// Largest request head (all header lines); larger ones get `431`-style `400` and the connection closes.
+        public var maxHeaderBytes = 32 * 1024
+        /// Most header fields in one request.
+        public var maxHeaderCount = 100
         public init() {}
     }
 

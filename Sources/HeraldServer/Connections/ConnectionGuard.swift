@@ -1,0 +1,233 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// The deadlines of one HTTP connection, first in its pipeline (it sees the raw bytes).
+///
+/// A connection is always in one phase, and each phase but handling has a deadline:
+/// - **idle** (connected, or between requests): `idle` until the first byte of a request, else it is closed
+///   without a word, as keep-alive connections are;
+/// - **head** (a request has begun): `header` until its head is complete, else `408` and closed (slowloris);
+/// - **body** (the head is in): `body` until the body is complete, else `408` and closed;
+/// - **handling** (the request is in): no deadline; Herald's own work bounds it.
+///
+/// `RequestProgress`, after the HTTP decoder, tells it where each request stands. A connection that
+/// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed.
+final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    struct Timeouts: Sendable {
+        var idle: TimeAmount
+        var header: TimeAmount
+        var body: TimeAmount
+    }
+
+    private enum Phase {
+        case idle, head, body, handling, closing
+    }
+
+    private let timeouts: Timeouts
+    private let refusal: ConnectionAdmission.Refusal?
+    private var phase = Phase.idle
+    /// Requests whose head arrived and whose response has not ended.
+    private var inFlight = 0
+    /// Whether the current request's response has begun (then a timeout closes without a 408).
+    private var responding = false
+    /// Bytes of a next request arrived while one was being handled.
+    private var nextRequestBegun = false
+    private var deadline: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+
+    init(timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?) {
+        self.timeouts = timeouts
+        self.refusal = refusal
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        phase = .closing
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch phase {
+        case .closing:
+            return  // a refused or timed-out connection: what it still sends is dropped
+        case .idle:
+            enter(.head, after: timeouts.header)
+        case .handling:
+            nextRequestBegun = true
+        case .head, .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    // MARK: Reports from `RequestProgress`
+
+    func headReceived() {
+        guard phase != .closing else { return }
+        inFlight += 1
+        responding = false
+        enter(.body, after: timeouts.body)
+    }
+
+    func endReceived() {
+        guard phase != .closing else { return }
+        enter(.handling, after: nil)
+    }
+
+    func responseBegun() { responding = true }
+
+    func responseEnded() {
+        guard phase != .closing else { return }
+        inFlight = max(0, inFlight - 1)
+        guard inFlight == 0, phase == .handling else { return }
+        if nextRequestBegun {
+            nextRequestBegun = false
+            enter(.head, after: timeouts.header)
+        } else {
+            enter(.idle, after: timeouts.idle)
+        }
+    }
+
+    /// Answers `status` with a small JSON error, `Connection: close`, and closes.
+    func answerAndClose(_ status: HTTPResponse.Status, message: String, retryAfter: Int? = nil) {
+        guard let context, phase != .closing else { return }
+        phase = .closing
+        deadline?.cancel()
+        let body = #"{"error":{"code":\#(status.code),"message":"\#(message)","status":"\#(Self.statusName(status))"}}"#
+        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=UTF-8\r\n"
+        head += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
+        if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        let buffer = context.channel.allocator.buffer(string: head + "\r\n" + body)
+        // Half-close after the answer, then drop what the client still sends for a moment: closing at once
+        // could reset the connection before the client reads the answer.
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] _ in
+            guard let context = self.context else { return }
+            context.close(mode: .output, promise: nil)
+            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(500)) { [self] in
+                self.context?.close(promise: nil)
+            }
+        }
+    }
+
+    /// Closes without an answer.
+    private func closeQuietly() {
+        guard let context, phase != .closing else { return }
+        phase = .closing
+        context.close(promise: nil)
+    }
+
+    private func start(_ context: ChannelHandlerContext) {
+        switch refusal {
+        case .full?:
+            answerAndClose(.serviceUnavailable, message: "UNAVAILABLE : too many connections", retryAfter: 1)
+        case .clientFull?:
+            answerAndClose(.tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many connections from this client", retryAfter: 1)
+        case nil:
+            if deadline == nil, phase == .idle { enter(.idle, after: timeouts.idle) }
+        }
+    }
+
+    private func enter(_ next: Phase, after timeout: TimeAmount?) {
+        phase = next
+        deadline?.cancel()
+        deadline = nil
+        guard let timeout, let context else { return }
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            expire(next)
+        }
+    }
+
+    private func expire(_ expired: Phase) {
+        guard phase == expired else { return }
+        switch expired {
+        case .idle:
+            closeQuietly()
+        case .head:
+            answerAndClose(.requestTimeout, message: "REQUEST_TIMEOUT : the request's head took too long")
+        case .body:
+            if responding {
+                closeQuietly()
+            } else {
+                answerAndClose(.requestTimeout, message: "REQUEST_TIMEOUT : the request's body took too long")
+            }
+        case .handling, .closing:
+            break
+        }
+    }
+
+    private static func statusName(_ status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 408: "DEADLINE_EXCEEDED"
+        case 429: "RESOURCE_EXHAUSTED"
+        case 501: "UNIMPLEMENTED"
+        default: "UNAVAILABLE"
+        }
+    }
+}
+
+/// Follows each request through the decoded HTTP parts and tells `ConnectionGuard`; answers methods
+/// Herald never serves (`CONNECT`, `TRACE`, unknown ones) with `501` and closes, since after `CONNECT`
+/// the HTTP/1 decoder reads no further request on the connection.
+final class RequestProgress: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// The methods the router decides on; anything else is refused before it.
+    static let served: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    private var connection: ConnectionGuard?
+    private var refused = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        connection = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            guard Self.served.contains(head.method) else {
+                refused = true
+                connection?.answerAndClose(.notImplemented, message: "METHOD_NOT_SUPPORTED : \(head.method.rawValue)")
+                return
+            }
+            connection?.headReceived()
+        case .body:
+            break
+        case .end:
+            connection?.endReceived()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head: connection?.responseBegun()
+        case .body: break
+        case .end: connection?.responseEnded()
+        }
+        context.write(data, promise: promise)
+    }
+}

@@ -1,0 +1,274 @@
+"""The front door of `herald serve` (issue #10, item 3 and item 7's small ones): connection deadlines
+(idle, head, body), caps on connections in all and per client (trusted proxies exempt), methods Herald
+never serves (CONNECT, TRACE, unknown) answered and closed, HEAD answered like GET without a body,
+wrong methods and unknown paths in Firebase's envelope, and oversized heads refused and closed.
+
+Every scenario talks raw HTTP/1.1 over sockets, so it sees exactly what a client sees: whether the
+connection closes, when, and with which answer. Deadlines are set to a second so the suite stays quick."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import requests
+
+from helpers import API_KEY
+from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, unique_email
+
+FAST = {"idleTimeout": "1s", "headerTimeout": "1s", "bodyTimeout": "1s"}
+
+
+def connect(srv, source: str = "127.0.0.1") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=HTTP_TIMEOUT, source_address=(source, 0))
+    return sock
+
+
+def read_until_closed(sock: socket.socket, limit: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes, and how long that took; fails if it stays open."""
+    start = time.monotonic()
+    sock.settimeout(limit)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data, time.monotonic() - start
+            data += chunk
+    except socket.timeout:
+        raise AssertionError(f"the server kept the connection open for {limit}s; it sent {data[:200]!r}") from None
+    except ConnectionResetError:
+        return data, time.monotonic() - start
+
+
+def status_of(raw: bytes) -> int:
+    assert raw.startswith(b"HTTP/1.1 "), raw[:200]
+    return int(raw.split(b" ", 2)[1])
+
+
+def headers_and_body(raw: bytes) -> tuple[dict, bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    return {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}, body
+
+
+# --------------------------------------------------------------------------- deadlines
+
+def test_idle_connection_is_closed_after_the_idle_timeout(server):
+    srv = server(server=FAST)
+    sock = connect(srv)
+    data, took = read_until_closed(sock, limit=10)
+    assert data == b"", data
+    assert 0.8 <= took < 5, took
+
+
+def test_keep_alive_connection_is_closed_once_idle_and_served_until_then(server):
+    srv = server(server=FAST)
+    sock = connect(srv)
+    for _ in range(3):  # within the idle timeout, the connection keeps serving
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.settimeout(HTTP_TIMEOUT)
+        answer = sock.recv(65536)
+        assert status_of(answer) == 200, answer
+        time.sleep(0.5)
+    data, took = read_until_closed(sock, limit=10)
+    assert data == b"" and took < 5, (data, took)
+
+
+def test_half_sent_head_gets_408_and_is_closed(server):
+    srv = server(server=FAST)
+    sock = connect(srv)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    for _ in range(3):  # a slowloris keeps trickling bytes: the deadline counts from the first one
+        time.sleep(0.3)
+        sock.sendall(b"a")
+    data, took = read_until_closed(sock, limit=10)
+    assert status_of(data) == 408, data
+    headers, body = headers_and_body(data)
+    assert headers["connection"] == "close" and int(headers["content-length"]) == len(body), data
+    assert json.loads(body)["error"]["code"] == 408
+    assert took < 5, took
+
+
+def test_half_sent_body_gets_408_and_is_closed(server):
+    srv = server(server=FAST)
+    sock = connect(srv)
+    sock.sendall(
+        f"POST /v1/accounts:sendOobCode?key={API_KEY} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n{\"requestType\":".encode())
+    data, took = read_until_closed(sock, limit=10)
+    assert status_of(data) == 408, data
+    assert took < 5, took
+
+
+# --------------------------------------------------------------------------- caps
+
+def test_per_client_cap_refuses_extra_connections_with_429_and_serves_other_clients(server):
+    srv = server(server={**FAST, "idleTimeout": "30s", "maxConnectionsPerClient": 20})
+    held = [connect(srv) for _ in range(20)]
+    try:
+        time.sleep(0.2)
+        extra = [connect(srv) for _ in range(30)]
+        for sock in extra:
+            data, _ = read_until_closed(sock, limit=5)
+            assert status_of(data) == 429, data
+            headers, body = headers_and_body(data)
+            assert headers["connection"] == "close" and headers["retry-after"] == "1", data
+            assert json.loads(body)["error"]["message"].startswith("TOO_MANY_ATTEMPTS_TRY_LATER"), body
+        # Another client (127.0.0.2 is loopback too) is served while this one is at its cap.
+        other = connect(srv, source="127.0.0.2")
+        other.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data, _ = read_until_closed(other, limit=5)
+        assert status_of(data) == 200, data
+        # A connection given back makes room for the client again.
+        held.pop().close()
+        deadline = time.monotonic() + 5
+        while True:
+            sock = connect(srv)
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data, _ = read_until_closed(sock, limit=5)
+            if status_of(data) == 200:
+                break
+            assert time.monotonic() < deadline, data
+            time.sleep(0.1)
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_total_cap_refuses_with_503(server):
+    srv = server(server={**FAST, "idleTimeout": "30s", "maxConnections": 10, "maxConnectionsPerClient": 0})
+    held = [connect(srv) for _ in range(10)]
+    try:
+        time.sleep(0.2)
+        data, _ = read_until_closed(connect(srv, source="127.0.0.3"), limit=5)
+        assert status_of(data) == 503, data
+        assert headers_and_body(data)[0]["retry-after"] == "1"
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_trusted_proxy_is_exempt_from_the_per_client_cap(server):
+    srv = server(server={**FAST, "idleTimeout": "30s", "maxConnectionsPerClient": 3, "trustedProxies": ["127.0.0.1"]})
+    held = [connect(srv) for _ in range(10)]
+    try:
+        for sock in held:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.settimeout(HTTP_TIMEOUT)
+            assert status_of(sock.recv(65536)) == 200
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_idle_connections_cannot_starve_other_clients(server):
+    """The probe's case: a client holding hundreds of idle connections. They are capped and time out;
+    every request of another client is answered at once."""
+    srv = server(server={"idleTimeout": "2s", "maxConnectionsPerClient": 50})
+    hogs = [connect(srv) for _ in range(300)]
+    try:
+        started = time.monotonic()
+        for _ in range(50):
+            sock = connect(srv, source="127.0.0.2")
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data, took = read_until_closed(sock, limit=5)
+            assert status_of(data) == 200 and took < 1, (data, took)
+        assert time.monotonic() - started < 10
+        # Every hog is closed: the first 50 by the idle deadline, the rest refused at once.
+        closed = 0
+        for sock in hogs:
+            data, _ = read_until_closed(sock, limit=10)
+            closed += 1
+        assert closed == 300
+    finally:
+        for sock in hogs:
+            sock.close()
+
+
+# --------------------------------------------------------------------------- methods and paths
+
+def test_connect_trace_and_unknown_methods_get_501_and_close(server):
+    srv = server(server=FAST)
+    for request in (b"CONNECT evil.example.com:443 HTTP/1.1\r\nHost: evil.example.com:443\r\n\r\n",
+                    b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n",
+                    b"PROPFIND /health HTTP/1.1\r\nHost: x\r\n\r\n"):
+        sock = connect(srv)
+        sock.sendall(request)
+        data, took = read_until_closed(sock, limit=5)
+        assert status_of(data) == 501, (request, data)
+        headers, body = headers_and_body(data)
+        assert headers["connection"] == "close" and int(headers["content-length"]) == len(body), data
+        assert json.loads(body)["error"]["code"] == 501
+        assert took < 1, took
+
+
+def test_head_is_answered_like_get_without_a_body(server):
+    srv = server()
+    head = requests.head(f"{srv.url}/health", timeout=HTTP_TIMEOUT)
+    get = requests.get(f"{srv.url}/health", timeout=HTTP_TIMEOUT)
+    assert head.status_code == get.status_code == 200
+    assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"]
+    # An action link: HEAD answers as GET does and consumes nothing.
+    email = unique_email("head")
+    resp = requests.post(f"{srv.url}/v1/projects/herald-demo/accounts:sendOobCode",
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                         json={"requestType": "PASSWORD_RESET", "email": email, "returnOobLink": True},
+                         timeout=HTTP_TIMEOUT)
+    if resp.status_code == 400:  # no such account yet: create it first
+        requests.post(f"{srv.url}/v1/accounts:signUp?key={API_KEY}", json={"email": email, "password": "pw-123456"},
+                      timeout=HTTP_TIMEOUT).raise_for_status()
+        resp = requests.post(f"{srv.url}/v1/projects/herald-demo/accounts:sendOobCode",
+                             headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                             json={"requestType": "PASSWORD_RESET", "email": email, "returnOobLink": True},
+                             timeout=HTTP_TIMEOUT)
+    link = resp.json()["oobLink"]
+    path = "/__/auth/action?" + link.split("?", 1)[1]
+    for _ in range(3):
+        page_head = requests.head(srv.url + path, timeout=HTTP_TIMEOUT)
+        assert page_head.status_code == 200 and page_head.content == b"", page_head.status_code
+    page = requests.get(srv.url + path, timeout=HTTP_TIMEOUT)
+    assert page.status_code == 200 and b"<form" in page.content
+
+
+def test_wrong_method_on_api_paths_gets_405_in_firebase_envelope(server):
+    srv = server()
+    for path in ("/v1/accounts:sendOobCode", "/identitytoolkit.googleapis.com/v1/accounts:signUp",
+                 "/www.googleapis.com/identitytoolkit/v3/relyingparty/getOobConfirmationCode",
+                 "/securetoken.googleapis.com/v1/token"):
+        for method in ("GET", "PUT", "DELETE", "PATCH"):
+            resp = requests.request(method, f"{srv.url}{path}?key={API_KEY}", timeout=HTTP_TIMEOUT)
+            assert resp.status_code == 405, (method, path, resp.status_code, resp.text)
+            error = resp.json()["error"]
+            assert error["code"] == 405 and error["message"].startswith("METHOD_NOT_ALLOWED"), error
+            assert "POST" in resp.headers["allow"]
+    resp = requests.post(f"{srv.url}/health", timeout=HTTP_TIMEOUT)
+    assert resp.status_code == 405 and resp.json()["error"]["code"] == 405
+    assert "GET" in resp.headers["allow"]
+
+
+def test_unknown_paths_get_404_in_firebase_envelope(server):
+    srv = server()
+    for method, path in (("GET", "/nowhere"), ("POST", "/nowhere/else"), ("GET", "/wp-login.php")):
+        resp = requests.request(method, srv.url + path, timeout=HTTP_TIMEOUT)
+        assert resp.status_code == 404, resp.text
+        assert resp.json()["error"] == {
+            "code": 404, "message": "NOT_FOUND", "status": "NOT_FOUND",
+            "errors": [{"message": "NOT_FOUND", "domain": "global", "reason": "notFound"}]}
+
+
+def test_oversized_head_is_refused_and_closed(server):
+    srv = server(server=FAST)
+    for request in (b"GET /health?pad=" + b"a" * 300_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                    b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 300_000 + b"\r\n\r\n",
+                    b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(3000)) + b"\r\n"):
+        sock = connect(srv)
+        try:
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may close before the whole head is sent
+        data, took = read_until_closed(sock, limit=5)
+        if data:
+            assert status_of(data) in (400, 431), data[:200]
+        assert took < 3, took
