@@ -95,13 +95,21 @@ public struct ActionCodeSettings: Hashable, Sendable, Codable {
         }
     }
 
-    /// The lower-cased host of an absolute http(s) URL, or nil when the URL is not one.
+    /// The host a browser would go to for an absolute http(s) URL, or nil when the URL is not one, is
+    /// read differently by browsers than by Herald, or has a host Herald does not accept. Parsed by
+    /// the WHATWG rules (`WebURL`): `https://evil.com\\@app.example.com/` is `evil.com`'s.
     static func continueHost(_ url: String) -> String? {
-        guard url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }),
-            let components = URLComponents(string: url),
-            let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
-            let host = components.host?.lowercased(), Hostname.isValid(host) || host == "127.0.0.1" || host == "[::1]"
+        guard url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }), let parsed = WebURL(url),
+            Hostname.isValid(parsed.host) || parsed.host == "127.0.0.1" || parsed.host == "[::1]"
         else { return nil }
-        return host
+        return parsed.host
+    }
+
+    /// Where to send a browser for a continue URL, checked again as at `validate`: the URL as a browser
+    /// serializes it (`WebURL.href`), so the `Location` header cannot be read two ways; nil when the URL
+    /// is invalid or its host is not an authorized domain.
+    public static func redirectTarget(_ url: String, authorizedDomains: [String]) -> String? {
+        guard let host = continueHost(url), authorizedDomains.contains(where: { $0.lowercased() == host }) else { return nil }
+        return WebURL(url)?.href
     }
 }

@@ -1,9 +1,9 @@
 /// Percent-encoding for query values, byte by byte, so nested links survive one round of decoding.
-enum PercentEncoding {
+public enum PercentEncoding {
     private static let hex = Array("0123456789ABCDEF".utf8)
 
     /// Encodes everything but RFC 3986 unreserved characters and the given extra ASCII characters.
-    static func encode(_ value: String, keeping extra: String = "") -> String {
+    public static func encode(_ value: String, keeping extra: String = "") -> String {
         let keep = Set(extra.utf8)
         var out = [UInt8]()
         out.reserveCapacity(value.utf8.count)

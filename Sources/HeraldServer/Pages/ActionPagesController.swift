@@ -124,9 +124,7 @@ struct ActionPagesController: Sendable {
     /// The continue URL if its host is an authorized domain; never redirect anywhere else.
     private func authorizedContinueURL(_ url: String?) -> String? {
         guard let url, !url.isEmpty else { return nil }
-        let settings = ActionCodeSettings(url: url)
-        let domains = actions.configuration.links.authorizedDomains
-        return (try? settings.validate(for: .verifyEmail, authorizedDomains: domains)) != nil ? url : nil
+        return ActionCodeSettings.redirectTarget(url, authorizedDomains: actions.configuration.links.authorizedDomains)
     }
 
     private func pageForm(_ kind: ActionKind, _ code: String, _ continueURL: String?) -> PageForm {
@@ -156,12 +154,12 @@ struct ActionPagesController: Sendable {
     static func redirect(
         handingOver code: String, _ kind: ActionKind, to continueURL: String, apiKey: String, lang: String
     ) -> Response {
-        guard var components = URLComponents(string: continueURL) else { return redirect(to: continueURL) }
-        components.queryItems =
-            (components.queryItems ?? []) + [
-                URLQueryItem(name: "apiKey", value: apiKey), URLQueryItem(name: "oobCode", value: code),
-                URLQueryItem(name: "mode", value: kind.mode), URLQueryItem(name: "lang", value: lang),
-            ]
-        return redirect(to: components.string ?? continueURL)
+        // `continueURL` is a browser's serialization, so its first `#` starts the fragment.
+        let fragmentStart = continueURL.firstIndex(of: "#") ?? continueURL.endIndex
+        let base = continueURL[..<fragmentStart]
+        let parameters = [("apiKey", apiKey), ("oobCode", code), ("mode", kind.mode), ("lang", lang)]
+            .map { "\($0)=\(PercentEncoding.encode($1))" }.joined(separator: "&")
+        let separator = base.contains("?") ? (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") : "?"
+        return redirect(to: base + separator + parameters + continueURL[fragmentStart...])
     }
 }
