@@ -27,11 +27,16 @@ public final class Actions: Sendable {
     /// The ID-token keys, read (or created) on first use: commands that never sign need no key file.
     private let idTokenKeys = Mutex<IDTokens?>(nil)
     let logger: Logger
-    /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`.
+    /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`, the newest
+    /// `emulatorCodeLimit`.
     let emulatorCodes = Mutex<[EmulatorCode]>([])
-    /// Requests answered "sent" but silently not sent (enumeration protection), per recipient and action,
-    /// so they are throttled exactly like real sends and the limits reveal nothing either.
-    let silentSends = Mutex<[String: [Date]]>([:])
+    static let emulatorCodeLimit = 1000
+    /// App emails per client network (`limits.ipSendsPerMinute`, `ipBurst`, `ipSendsPerHour`).
+    let sendLimiter: ClientLimiter
+    /// Attempts with codes that do not exist, per client network (`limits.ipBadCodesPerMinute`).
+    let badCodeLimiter: ClientLimiter
+    /// Refused requests on their way to the ledger's `abuse_counts`.
+    let tally = AbuseTally()
 
     public init(configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer, logger: Logger = Logger(label: "herald")) {
         self.configuration = configuration
@@ -42,6 +47,12 @@ public final class Actions: Sendable {
         let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))
         forms = FormSigner(key: key)
         self.logger = logger
+        let limits = configuration.limits
+        sendLimiter = ClientLimiter(rules: [
+            .init(capacity: limits.ipBurst, perMinute: limits.ipSendsPerMinute),
+            .init(capacity: limits.ipSendsPerHour, perHour: limits.ipSendsPerHour),
+        ])
+        badCodeLimiter = ClientLimiter(rules: [.init(capacity: limits.ipBadCodesPerMinute, perMinute: limits.ipBadCodesPerMinute)])
     }
 
     /// The keys that sign and verify ID tokens, from `tokens.keyFile` (created with a fresh key when absent).

@@ -3,13 +3,14 @@ import HeraldStore
 import Logging
 
 /// The worker process's presence in the ledger, on its own thread: registers it, beats its
-/// heartbeat, returns the rows of workers that died, and checkpoints the ledger's log.
+/// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, and prunes link
+/// events and abuse counters past `ledger.eventRetention` (at start, then hourly).
 ///
 /// A worker on this host whose process is gone is noticed at the next beat; one elsewhere once
 /// its heartbeat is older than `worker.heartbeatTimeout` — and only after this worker has itself
 /// reached the ledger for that long, so an outage that stopped everyone's heartbeats kills no one.
 ///
-/// `@unchecked Sendable`: `steadySince` and `lastCheckpoint` are only touched by the housekeeping thread.
+/// `@unchecked Sendable`: `steadySince`, `lastCheckpoint` and `lastPrune` are only touched by the housekeeping thread.
 final class Housekeeper: @unchecked Sendable {
     let me: WorkerProcess
     private let store: any OutboxStore
@@ -22,10 +23,14 @@ final class Housekeeper: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var steadySince: Date?
     private var lastCheckpoint = Date()
+    private var lastPrune = Date.distantPast
+    private let eventRetention: TimeInterval
     static let checkpointInterval: TimeInterval = 10
+    static let pruneInterval: TimeInterval = 3600
 
     init(
-        store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int
+        store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int,
+        eventRetention: TimeInterval = 0
     ) {
         let now = Date()
         me = WorkerProcess(
@@ -36,6 +41,7 @@ final class Housekeeper: @unchecked Sendable {
         self.stop = stop
         self.heartbeatTimeout = heartbeatTimeout
         self.maxAttempts = maxAttempts
+        self.eventRetention = eventRetention
     }
 
     /// How often the heartbeat is written: a sixth of the timeout, between 0.5 s and 5 s.
@@ -64,6 +70,7 @@ final class Housekeeper: @unchecked Sendable {
             else { return }
             steadySince = Date()
             sweep()
+            prune()
             ready.signal()
             announced = true
             while !stop.wait(interval) {
@@ -86,6 +93,7 @@ final class Housekeeper: @unchecked Sendable {
             return
         }
         sweep()
+        prune()
         if Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval {
             lastCheckpoint = Date()
             do { try store.checkpoint() } catch { logger.debug("checkpoint skipped", metadata: ["error": "\(error)"]) }
@@ -111,6 +119,20 @@ final class Housekeeper: @unchecked Sendable {
             }
         } catch {
             logger.debug("could not look for dead workers", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes what `ledger.eventRetention` no longer keeps, once an hour.
+    private func prune() {
+        let now = Date()
+        guard eventRetention > 0, now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
+        lastPrune = now
+        do {
+            let deleted = try store.pruneEvents(before: now.addingTimeInterval(-eventRetention))
+            if deleted > 0 { logger.info("pruned \(deleted) ledger events older than the retention") }
+        } catch {
+            lastPrune = .distantPast
+            logger.debug("pruning skipped", metadata: ["error": "\(error)"])
         }
     }
 

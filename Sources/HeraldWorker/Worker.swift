@@ -32,6 +32,8 @@ public struct Worker: Sendable {
     let stopGrace: TimeInterval
     let connectionBackoff: (base: TimeInterval, cap: TimeInterval)
     let heartbeatTimeout: TimeInterval
+    /// `ledger.eventRetention`: the housekeeper prunes older events; 0 keeps them.
+    let eventRetention: TimeInterval
     let logger: Logger
     let makeTransport: @Sendable () throws -> any MailTransport
     /// `worker.maxRate`, shared by every connection of this process.
@@ -52,6 +54,7 @@ public struct Worker: Sendable {
         stopGrace = configuration.smtp.timeout
         connectionBackoff = (configuration.worker.connectionBackoffBase, configuration.worker.connectionBackoffCap)
         heartbeatTimeout = configuration.worker.heartbeatTimeout
+        eventRetention = configuration.ledger.eventRetention
         self.logger = logger
         self.makeTransport = makeTransport
         rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate)
@@ -65,7 +68,7 @@ public struct Worker: Sendable {
         let housekeeping = StopSignal()
         let housekeeper = Housekeeper(
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
-            maxAttempts: policy.maxAttempts)
+            maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
             group.enter()

@@ -56,11 +56,38 @@ import Testing
         let events = try store.read { db in
             try Row.fetchAll(db, sql: "SELECT code_id, kind, ip, user_agent, detail FROM link_events ORDER BY id")
         }
-        #expect(events.map { $0["kind"] as String } == ["rejected", "redeemed", "rejected", "rejected"])
-        #expect(events.map { $0["code_id"] as Int64? } == [codeID, codeID, codeID, nil])
-        #expect(events.map { $0["detail"] as String? } == ["INVALID_OOB_CODE", nil, "INVALID_OOB_CODE", "INVALID_OOB_CODE"])
-        #expect(events.map { $0["ip"] as String? } == ["203.0.113.7", "203.0.113.7", "198.51.100.1", "203.0.113.7"])
+        // A code that does not exist adds no row: one to its network's hourly counter.
+        #expect(events.map { $0["kind"] as String } == ["rejected", "redeemed", "rejected"])
+        #expect(events.map { $0["code_id"] as Int64? } == [codeID, codeID, codeID])
+        #expect(events.map { $0["detail"] as String? } == ["INVALID_OOB_CODE", nil, "INVALID_OOB_CODE"])
+        #expect(events.map { $0["ip"] as String? } == ["203.0.113.7", "203.0.113.7", "198.51.100.1"])
         #expect(events[1]["user_agent"] as String? == Fixture.visitor.userAgent)
+        let counted = try store.abuseCounts(since: Date().addingTimeInterval(-3600)).map { "\($0.counter) \($0.key) \($0.count)" }
+        #expect(counted == ["unknown-code 203.0.113.0/24 1"])
+    }
+
+    @Test func unknownCodesPastTheVisitorsLimitAreNotCountedAtAll() throws {
+        var visitor = Fixture.visitor
+        visitor.countsUnknownCodes = false
+        for _ in 0..<100 {
+            try store.recordLinkEvent(codeID: nil, kind: .click, visitor: visitor, detail: nil, now: Date())
+        }
+        #expect(try store.abuseCounts(since: Date().addingTimeInterval(-3600)).isEmpty)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_events") } == 0)
+    }
+
+    @Test func pruningDropsOnlyWhatIsOlderThanTheRetention() throws {
+        let code = try Fixture.mint(.resetPassword, in: store)
+        let codeID = try #require(try store.code(code)?.id)
+        let now = Date()
+        for age in [100.0, 1.0] {
+            let at = now.addingTimeInterval(-age * 86_400)
+            try store.recordLinkEvent(codeID: codeID, kind: .click, visitor: Fixture.visitor, detail: nil, now: at)
+            try store.addAbuseCounts([AbuseCount(counter: "ip", key: "192.0.2.0/24", hour: at, count: 2)])
+        }
+        #expect(try store.pruneEvents(before: now.addingTimeInterval(-90 * 86_400)) == 2)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_events") } == 1)
+        #expect(try store.abuseCounts(since: .distantPast).count == 1)
     }
 
     @Test func concurrentRedemptionsRecordOneRedeemedAndTheRestRejected() async throws {

@@ -61,6 +61,9 @@ BASE_OVERRIDES: dict = {
     "accounts": {"owner": "herald"},
     "server": {"host": "127.0.0.1", "port": 0, "adminToken": ADMIN_TOKEN},
     "worker": {"pollInterval": "100ms"},
+    # Every test client is 127.0.0.1: the abuse limits are off unless a test turns them on (test_abuse.py).
+    "limits": {"ipSendsPerMinute": 0, "ipSendsPerHour": 0, "ipBadCodesPerMinute": 0, "accountSendsPerHour": 0,
+               "projectSendsPerHour": 0},
 }
 
 def write_serve_config(cwd: Path, capture, settings: dict) -> Path:

@@ -8,7 +8,8 @@ extension Actions {
     /// The account an ID token belongs to, if the token is genuine, current and not revoked.
     ///
     /// - Throws: `MISSING_ID_TOKEN`, `INVALID_ID_TOKEN`, `TOKEN_EXPIRED` (also when issued before the
-    ///   account's validSince), `USER_NOT_FOUND`, `USER_DISABLED`; `OPERATION_NOT_ALLOWED` when the app owns accounts.
+    ///   account's validSince), `USER_NOT_FOUND` (also for a token issued before the account was created: one
+    ///   for a deleted account whose uid was reused), `USER_DISABLED`; `OPERATION_NOT_ALLOWED` when the app owns accounts.
     public func account(forIDToken token: String?) async throws -> Account {
         try await signedIn(token).account
     }
@@ -20,7 +21,9 @@ extension Actions {
         let claims = try await idTokens().verify(token)
         let store = store
         let account = try await offload { try store.account(uid: claims.uid) }
-        guard let account else { throw HeraldError(.userNotFound, "") }
+        // A token older than the account (to the millisecond) was issued to an earlier account with the same
+        // uid, deleted since: it never speaks for the new one, even within the second validSince allows.
+        guard let account, claims.issuedAt >= account.createdAt.milliseconds else { throw HeraldError(.userNotFound, "") }
         guard !account.disabled else { throw HeraldError(.userDisabled, "") }
         guard claims.issuedAt >= account.validSince else { throw HeraldError(.tokenExpired, "") }
         return (account, claims)
@@ -58,7 +61,9 @@ extension Actions {
                 throw HeraldError(.invalidRefreshToken, "")
             }
             if let revoked = record.revoked { throw HeraldError(revoked, "") }
-            guard let account = try store.account(uid: record.uid) else { throw HeraldError(.userNotFound, "") }
+            guard let account = try store.account(uid: record.uid), record.issuedAt >= account.createdAt else {
+                throw HeraldError(.userNotFound, "")
+            }
             guard !account.disabled else { throw HeraldError(.userDisabled, "") }
             guard record.issuedAt.milliseconds >= account.validSince else { throw HeraldError(.tokenExpired, "") }
             return (record, account)

@@ -38,7 +38,9 @@ extension Actions {
     public func inspect(code: String?, visitor: Visitor, now: Date = Date()) throws -> CodeInfo {
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         guard let record = try store.code(code) else {
-            try store.recordLinkEvent(codeID: nil, kind: .rejected, visitor: visitor, detail: HeraldError.Code.invalidOOBCode.rawValue, now: now)
+            let detail = HeraldError.Code.invalidOOBCode.rawValue
+            try store.recordLinkEvent(codeID: nil, kind: .rejected, visitor: screened(visitor, now: now), detail: detail, now: now)
+            chargeBadCode(visitor, now: now)
             throw HeraldError(.invalidOOBCode, "")
         }
         if let problem = record.problem(at: now, expecting: Set(ActionKind.allCases)) { throw problem }
@@ -48,8 +50,11 @@ extension Actions {
     /// A page view of a link: recorded as a click (never consumes), and what the page should show.
     public func click(code: String, kind: ActionKind, visitor: Visitor, now: Date = Date()) throws -> LinkCheck {
         let record = try store.code(code)
-        try store.recordLinkEvent(codeID: record?.id, kind: .click, visitor: visitor, detail: nil, now: now)
-        guard let record, record.kind == kind else { return .invalid }
+        try store.recordLinkEvent(codeID: record?.id, kind: .click, visitor: screened(visitor, now: now), detail: nil, now: now)
+        guard let record, record.kind == kind else {
+            chargeBadCode(visitor, now: now)
+            return .invalid
+        }
         if record.redeemedAt != nil { return .used }
         if record.supersededAt != nil { return .invalid }
         return record.expiresAt <= now ? .expired : .usable(CodeInfo(record))
@@ -57,7 +62,9 @@ extension Actions {
 
     /// Records a refused form post (a forged or missing CSRF token) against the code it named.
     public func recordRejected(code: String, visitor: Visitor, reason: String, now: Date = Date()) throws {
-        try store.recordLinkEvent(codeID: try store.code(code)?.id, kind: .rejected, visitor: visitor, detail: reason, now: now)
+        let codeID = try store.code(code)?.id
+        try store.recordLinkEvent(codeID: codeID, kind: .rejected, visitor: screened(visitor, now: now), detail: reason, now: now)
+        if codeID == nil { chargeBadCode(visitor, now: now) }
     }
 
     /// Applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (the address is verified, and changed), or a
@@ -67,7 +74,7 @@ extension Actions {
     public func applyVerification(code: String?, visitor: Visitor, now: Date = Date()) throws -> (account: Account, code: CodeInfo) {
         try requireAccountOwnership("applying a verification code")
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
-        let (account, record) = try store.redeemVerification(code, visitor: visitor, now: now)
+        let (account, record) = try checkingCode(visitor, now: now) { try store.redeemVerification(code, visitor: $0, now: now) }
         forgetEmulatorCode(code)
         return (account, CodeInfo(record))
     }
@@ -82,12 +89,16 @@ extension Actions {
         // Refuse unusable codes before the deliberately slow hash (the redemption checks again, atomically).
         let record = try store.code(code)
         if let problem = record == nil ? HeraldError(.invalidOOBCode, "") : record!.problem(at: now, expecting: [.resetPassword]) {
-            try store.recordLinkEvent(codeID: record?.id, kind: .rejected, visitor: visitor, detail: problem.code.rawValue, now: now)
+            let detail = problem.code.rawValue
+            try store.recordLinkEvent(codeID: record?.id, kind: .rejected, visitor: screened(visitor, now: now), detail: detail, now: now)
+            if record == nil { chargeBadCode(visitor, now: now) }
             throw problem
         }
         let hash = try PasswordHasher.hash(newPassword)
         // Sessions end as the reset commits, after the slow hash: a sign-in racing it is ended too.
-        let account = try store.redeemPasswordReset(code, passwordHash: hash, visitor: visitor, now: max(now, Date()))
+        let account = try checkingCode(visitor, now: now) {
+            try store.redeemPasswordReset(code, passwordHash: hash, visitor: $0, now: max(now, Date()))
+        }
         forgetEmulatorCode(code)
         return account
     }
@@ -106,7 +117,9 @@ extension Actions {
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let store = store
         let redemption = try await offload {
-            try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: visitor, now: now)
+            try self.checkingCode(visitor, now: now) {
+                try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: $0, now: now)
+            }
         }
         forgetEmulatorCode(code)
         return (try await session(for: redemption.account), redemption.isNewUser)
@@ -125,7 +138,8 @@ extension Actions {
                     + "accounts:signInWithEmailLink, which apply the effect")
         }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
-        let info = CodeInfo(try store.consume(code, expecting: Set(ActionKind.allCases), visitor: visitor, now: now))
+        let record = try checkingCode(visitor, now: now) { try store.consume(code, expecting: Set(ActionKind.allCases), visitor: $0, now: now) }
+        let info = CodeInfo(record)
         forgetEmulatorCode(code)
         return info
     }

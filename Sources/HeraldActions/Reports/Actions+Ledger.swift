@@ -18,4 +18,9 @@ extension Actions {
     public func audit(_ filter: AuditFilter, each: (AuditRow) throws -> Void) throws {
         try store.audit(filter, now: Date(), each: each)
     }
+
+    /// Refused requests and unknown-code visits per counter, key and hour, newest first (`herald throttles`).
+    public func abuseCounts(since: Date) throws -> [AbuseCount] {
+        try store.abuseCounts(since: since)
+    }
 }

@@ -16,22 +16,60 @@ extension Actions {
             throw HeraldError(.invalidRequestType, "\(request.kind.requestType) is sent by Herald after an email change")
         }
         if request.returnLink && caller != .admin { throw HeraldError(.insufficientPermission, "returnOobLink is for admin calls") }
+        // Abuse limits are for app callers; administrators (the CLI, campaigns, the admin token) are exempt.
+        if caller == .app, let ip = request.clientIP, !sendLimiter.take(ip, now: now) {
+            throw refused(LimitRefusal(counter: "ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, "")), now: now)
+        }
         let target = try resolve(request, as: caller)
         let action = try ActionRequest(
             kind: request.kind, email: target.email, newEmail: target.newEmail, settings: request.settings, locale: request.locale,
             displayName: request.displayName ?? target.displayName, links: configuration.links)
         let email = action.email.value
+        let quota = caller == .app ? sendQuota(for: target) : nil
         if let refusal = target.refusal {
             guard caller == .app, configuration.server.enumerationProtection, !request.returnLink else { throw refusal }
-            try throttleSilentSend(recipient: action.recipient.value, kind: action.kind, now: now)
+            // As durable, as throttled and as counted as a real send, so neither the time nor the limits tell them apart.
+            try limited(now: now) { try store.recordSuppressed(action, reason: refusal.code, throttle: throttle, quota: quota, now: now) }
             return SendResult(email: email, delivery: .silent)
         }
         if request.returnLink || configuration.server.emulatorMode {
             let (code, link) = try mintListedCode(action, now: now)
             return SendResult(email: email, delivery: request.returnLink ? .link(code: code, link: link) : .emulated)
         }
-        let id = try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, now: now)
+        let id = try limited(now: now) {
+            try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
+        }
         return SendResult(email: email, delivery: .queued(outboxID: id))
+    }
+
+    /// The hourly quotas an app request is counted against: the project's, and its account's (the signed-in
+    /// account, else the account the address names, keyed by a hash of the address so both paths do the same).
+    private func sendQuota(for target: Target) -> SendQuota {
+        let limits = configuration.limits
+        let digest = SHA256.hash(data: Data(target.email.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let key = target.accountUID ?? "address:" + digest
+        return SendQuota(projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: key)
+    }
+
+    /// Runs a store call that may hit a limit; a refusal is counted and answered with its error.
+    private func limited<T>(now: Date, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let refusal as LimitRefusal {
+            throw refused(refusal, now: now)
+        }
+    }
+
+    /// Counts a refusal for the ledger (written at most once a second) and returns the error to answer with.
+    func refused(_ refusal: LimitRefusal, now: Date) -> HeraldError {
+        if let counts = tally.note(counter: refusal.counter, key: refusal.key, now: now) {
+            do {
+                try store.addAbuseCounts(counts)
+            } catch {
+                logger.warning("could not record refused requests", metadata: ["error": "\(error)"])
+            }
+        }
+        return refusal.error
     }
 
     /// `send(_:as:)` for a request that may name its account by an ID token (an app's VERIFY_EMAIL and
@@ -56,7 +94,10 @@ extension Actions {
         if configuration.server.emulatorMode {
             let entry = EmulatorCode(
                 email: email, newEmail: action.newEmail?.value, oobCode: code.plaintext, oobLink: link, requestType: action.kind.requestType)
-            emulatorCodes.withLock { $0.append(entry) }
+            emulatorCodes.withLock { codes in
+                codes.append(entry)
+                if codes.count > Self.emulatorCodeLimit { codes.removeFirst(codes.count - Self.emulatorCodeLimit) }
+            }
         }
         return (code.plaintext, link)
     }
@@ -139,6 +180,8 @@ extension Actions {
         var newEmail: String?
         var displayName: String?
         var refusal: HeraldError?
+        /// The signed-in account a verification is for.
+        var accountUID: String?
     }
 
     private func resolve(_ request: SendRequest, as caller: Caller) throws -> Target {
@@ -172,7 +215,7 @@ extension Actions {
                 throw HeraldError(request.kind == .verifyEmail ? .invalidIDToken : .missingIDToken, "")
             }
             guard let current = account.email else { throw HeraldError(.missingEmail, "the account has no email") }
-            var target = Target(email: current, displayName: account.displayName)
+            var target = Target(email: current, displayName: account.displayName, accountUID: account.uid)
             if request.kind == .verifyAndChangeEmail {
                 guard let requested = request.newEmail, !requested.isEmpty else { throw HeraldError(.missingNewEmail, "") }
                 let newEmail = try EmailAddress(requested, code: .invalidNewEmail).value
@@ -202,23 +245,6 @@ extension Actions {
     private func requiredEmail(_ email: String?) throws -> String {
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         return try EmailAddress(email).value
-    }
-
-    /// Applies the cooldown and daily cap to a request that will not be sent.
-    ///
-    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER`, as a real send would.
-    private func throttleSilentSend(recipient: String, kind: ActionKind, now: Date) throws {
-        let policy = configuration.policy
-        try silentSends.withLock { sends in
-            if sends.count > 100_000 {  // bounded memory: forget requests older than the 24 h window
-                sends = sends.filter { now.timeIntervalSince($0.value.last ?? .distantPast) < 86_400 }
-            }
-            let key = kind.rawValue + " " + recipient
-            let recent = (sends[key] ?? []).filter { now.timeIntervalSince($0) < 86_400 }
-            if let latest = recent.last, now.timeIntervalSince(latest) < policy.cooldown { throw HeraldError(.tooManyAttempts, "") }
-            if recent.count >= policy.dailyCap { throw HeraldError(.tooManyAttempts, "") }
-            sends[key] = recent + [now]
-        }
     }
 
     /// The codes minted in emulator mode, oldest first.

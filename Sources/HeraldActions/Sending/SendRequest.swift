@@ -15,6 +15,8 @@ public struct SendRequest: Sendable {
     public var displayName: String?
     /// Admin only: mint the code and return the link instead of queueing an email.
     public var returnLink: Bool
+    /// The client's address as the HTTP layer determined it (`limits.trustedProxies`); nil from the CLI and campaigns.
+    public var clientIP: String?
     /// The account `idToken` named, once verified (the asynchronous `send` sets it).
     var signedIn: Account?
 

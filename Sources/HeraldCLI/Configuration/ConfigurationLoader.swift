@@ -179,6 +179,16 @@ struct ConfigurationParser {
         c.accounts.owner = HeraldConfiguration.Accounts.Owner(rawValue: owner)!
         c.policy.cooldown = try await duration("policy.cooldown", c.policy.cooldown, positive: false)
         c.policy.dailyCap = try await number("policy.dailyCap", c.policy.dailyCap, in: 1...1_000_000)
+
+        let proxies = try await list("limits.trustedProxies", []) { (try? IPNetwork($0)) == nil ? "'\($0)' is not an IP address or CIDR block" : nil }
+        c.limits.trustedProxies = try proxies.map { try IPNetwork($0) }
+        c.limits.ipSendsPerMinute = try await number("limits.ipSendsPerMinute", c.limits.ipSendsPerMinute, in: 0...1_000_000)
+        c.limits.ipBurst = try await number("limits.ipBurst", c.limits.ipBurst, in: 0...1_000_000)
+        c.limits.ipSendsPerHour = try await number("limits.ipSendsPerHour", c.limits.ipSendsPerHour, in: 0...100_000_000)
+        c.limits.ipBadCodesPerMinute = try await number("limits.ipBadCodesPerMinute", c.limits.ipBadCodesPerMinute, in: 0...1_000_000)
+        c.limits.accountSendsPerHour = try await number("limits.accountSendsPerHour", c.limits.accountSendsPerHour, in: 0...1_000_000)
+        c.limits.projectSendsPerHour = try await number("limits.projectSendsPerHour", c.limits.projectSendsPerHour, in: 0...100_000_000)
+        c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
         return c
     }
 

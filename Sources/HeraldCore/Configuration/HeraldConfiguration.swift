@@ -14,6 +14,8 @@ public struct HeraldConfiguration: Sendable {
     public var campaigns = Campaigns()
     public var accounts = Accounts()
     public var tokens = Tokens()
+    public var limits = Limits()
+    public var ledger = Ledger()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -117,6 +119,34 @@ public struct HeraldConfiguration: Sendable {
         public var cooldown: TimeInterval = 60
         /// Most emails of one action to one address per 24 hours.
         public var dailyCap = 20
+        public init() {}
+    }
+
+    /// Abuse limits on app-initiated requests (API-key callers; admin callers are exempt). 0 turns a limit off.
+    public struct Limits: Sendable {
+        /// Peers (addresses or CIDR blocks) whose `X-Forwarded-For` is believed; the client is the right-most
+        /// address in it that is not itself a trusted proxy.
+        public var trustedProxies: [IPNetwork] = []
+        /// Per client address (IPv6 by /64), in memory per process: emails requested per minute, a token bucket
+        /// holding `ipBurst` requests.
+        public var ipSendsPerMinute = 20
+        public var ipBurst = 20
+        /// Per client address, emails requested per hour.
+        public var ipSendsPerHour = 500
+        /// Per client address, attempts with codes that do not exist (action pages and API) per minute; beyond it
+        /// they are answered as usual but not recorded at all.
+        public var ipBadCodesPerMinute = 60
+        /// Per account (the signed-in account, or the account an email is about), app emails per hour, from the ledger.
+        public var accountSendsPerHour = 10
+        /// The project's app-initiated emails per hour, from the ledger (`QUOTA_EXCEEDED` beyond).
+        public var projectSendsPerHour = 10_000
+        public init() {}
+    }
+
+    /// What the ledger keeps, and for how long.
+    public struct Ledger: Sendable {
+        /// Link events, suppressed requests and abuse counters older than this are deleted; 0 keeps them forever.
+        public var eventRetention: TimeInterval = 90 * 86_400
         public init() {}
     }
 

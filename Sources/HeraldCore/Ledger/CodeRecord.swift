@@ -46,6 +46,9 @@ public struct CodeRecord: Sendable, Hashable {
 public struct Visitor: Sendable, Hashable {
     public var ip: String?
     public var userAgent: String?
+    /// Whether an attempt with a code that does not exist is counted (in the hourly `unknown-code` counter, never
+    /// as a row of its own); false once the visitor's address is over `limits.ipBadCodesPerMinute`.
+    public var countsUnknownCodes = true
 
     public init(ip: String?, userAgent: String?) {
         self.ip = ip

@@ -48,6 +48,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidRequestType = "INVALID_REQ_TYPE"
             case insufficientPermission = "INSUFFICIENT_PERMISSION"
             case tooManyAttempts = "TOO_MANY_ATTEMPTS_TRY_LATER"
+            case quotaExceeded = "QUOTA_EXCEEDED"
             case invalidArgument = "INVALID_ARGUMENT"
             case missingIdentifier = "MISSING_IDENTIFIER"
             case invalidIdentifier = "INVALID_IDENTIFIER"
@@ -113,6 +114,8 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidRequestType = Code(.invalidRequestType)
         public static let insufficientPermission = Code(.insufficientPermission)
         public static let tooManyAttempts = Code(.tooManyAttempts)
+        /// The project's hourly quota of app-initiated emails (`limits.projectSendsPerHour`) is spent.
+        public static let quotaExceeded = Code(.quotaExceeded)
         public static let invalidArgument = Code(.invalidArgument)
         public static let missingIdentifier = Code(.missingIdentifier)
         public static let invalidIdentifier = Code(.invalidIdentifier)

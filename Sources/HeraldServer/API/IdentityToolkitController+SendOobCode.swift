@@ -8,7 +8,8 @@ extension IdentityToolkitController {
         let body = try await request.decode(as: SendOobCodeBody.self, context: context)
         // The language the client wants the email and the link in; an unknown one is ignored.
         let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
-        let send = try body.sendRequest(locale: locale?.value)
+        var send = try body.sendRequest(locale: locale?.value)
+        send.clientIP = context.clientIP
         let (actions, caller) = (actions, context.caller)
         let result = try await actions.send(send, as: caller)
         guard case .link(let code, let link) = result.delivery else { return OobCodeReply(email: result.email) }

@@ -61,6 +61,7 @@ struct IdentityToolkitController: Sendable {
         let configuration = actions.configuration
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
+            .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
             .add(middleware: ProjectMiddleware(projectID: configuration.project.id))
         // Unknown methods are not found whoever asks: registered before authentication.
         routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }

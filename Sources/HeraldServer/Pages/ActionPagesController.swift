@@ -14,6 +14,7 @@ struct ActionPagesController: Sendable {
 
     var routes: RouteCollection<HeraldRequestContext> {
         RouteCollection(context: HeraldRequestContext.self)
+            .add(middleware: ClientAddressMiddleware(trustedProxies: actions.configuration.limits.trustedProxies))
             .get("__/auth/action", use: show)
             .post("__/auth/action", use: submit)
             .get("__/auth/links", use: unwrap)

@@ -8,6 +8,8 @@ import NIOCore
 struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// The client's address (`ClientAddressMiddleware`, after trusted proxies); the peer's until set.
+    var clientIP: String?
     /// Set by `CallerMiddleware`; an app, the lesser privilege, until then.
     var caller = Actions.Caller.app
     /// The largest body `requestDecoder` reads; `BodyLimitMiddleware` sets `server.maxBodyBytes`.
@@ -16,6 +18,7 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        clientIP = remoteAddress?.ipAddress
     }
 
     var requestDecoder: StrictJSONDecoder { StrictJSONDecoder() }
@@ -30,7 +33,7 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
 
     /// Who is using a link, as the ledger records it.
     func visitor(of request: Request) -> Visitor {
-        Visitor(ip: remoteIP, userAgent: request.headers[.userAgent])
+        Visitor(ip: clientIP, userAgent: request.headers[.userAgent])
     }
 
     /// - Throws: `INSUFFICIENT_PERMISSION` unless an administrator is calling.

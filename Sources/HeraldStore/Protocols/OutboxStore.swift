@@ -16,10 +16,11 @@ public struct SendThrottle: Sendable, Hashable {
 public protocol OutboxStore: WorkerRegistry {
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
     ///
-    /// With a throttle, the check and the insert share the transaction, so concurrent requests
-    /// cannot both slip through. `messageDomain` is the right-hand side of the row's Message-ID.
-    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` when the throttle refuses.
-    func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, now: Date) throws -> Int64
+    /// With a throttle (keyed by the recipient's `throttleKey`) and a quota, the checks and the insert share the
+    /// transaction, so concurrent requests cannot both slip through. `messageDomain` is the right-hand side of the
+    /// row's Message-ID.
+    /// - Throws: `LimitRefusal` (`TOO_MANY_ATTEMPTS_TRY_LATER`, `QUOTA_EXCEEDED`) when a limit refuses.
+    func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws -> Int64
 
     /// Queues many requests in durable batches of `batchSize`.
     ///
@@ -53,6 +54,16 @@ public protocol OutboxStore: WorkerRegistry {
 }
 
 extension OutboxStore {
+    /// Queues one request with no hourly quota; a refusal surfaces as its `HeraldError`.
+    @discardableResult
+    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, now: Date) throws -> Int64 {
+        do {
+            return try enqueue(request, messageDomain: messageDomain, throttle: throttle, quota: nil, now: now)
+        } catch let refusal as LimitRefusal {
+            throw refusal.error
+        }
+    }
+
     @discardableResult
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle? = nil) throws -> Int64 {
         try enqueue(request, messageDomain: messageDomain, throttle: throttle, now: Date())

@@ -41,4 +41,8 @@ public protocol WorkerRegistry: Sendable {
 
     /// Compacts the store's log while the worker is idle (SQLite: a truncating WAL checkpoint).
     func checkpoint() throws
+
+    /// Deletes link events, suppressed requests and hourly counters older than `before` (`ledger.eventRetention`),
+    /// in short batches; returns how many rows went.
+    func pruneEvents(before: Date) throws -> Int
 }

@@ -184,6 +184,46 @@ enum SQLiteMigrations {
                     CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id);
                     """)
         }
+        migrator.registerMigration("v8: abuse limits, suppressed requests, aggregated unknown-code visits") { db in
+            try db.execute(
+                sql: """
+                    -- The per-recipient cooldown and daily cap count this: lower-cased, '+tag' dropped.
+                    ALTER TABLE outbox ADD COLUMN recipient_key TEXT;
+                    UPDATE outbox SET recipient_key = CASE
+                        WHEN instr(substr(recipient, 1, instr(recipient, '@') - 1), '+') > 1
+                        THEN substr(recipient, 1, instr(recipient, '+') - 1) || substr(recipient, instr(recipient, '@'))
+                        ELSE recipient END
+                    WHERE campaign_id IS NULL;
+                    CREATE INDEX outbox_recipient_key ON outbox(recipient_key, action, queued_at) WHERE campaign_id IS NULL;
+                    -- Requests answered "sent" but not sent (enumeration protection): as durable as a real one.
+                    CREATE TABLE suppressed_sends (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        action TEXT NOT NULL,
+                        recipient_key TEXT NOT NULL,
+                        reason TEXT NOT NULL,               -- what an admin would have been told (EMAIL_NOT_FOUND, EMAIL_EXISTS, …)
+                        requested_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX suppressed_sends_recipient ON suppressed_sends(recipient_key, action, requested_at);
+                    CREATE INDEX suppressed_sends_requested ON suppressed_sends(requested_at);
+                    -- App-initiated emails per hour, for the project and per account quotas ('' is the project).
+                    CREATE TABLE send_counts (
+                        scope TEXT NOT NULL CHECK (scope IN ('project','account')),
+                        key TEXT NOT NULL,                  -- account uid, or a hash of the address when it has none
+                        hour INTEGER NOT NULL,              -- Unix milliseconds / 3,600,000
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (scope, key, hour)
+                    ) WITHOUT ROWID;
+                    -- Refused requests (ip, account, project, recipient) and unknown-code visits, per hour.
+                    CREATE TABLE abuse_counts (
+                        counter TEXT NOT NULL,
+                        key TEXT NOT NULL,                  -- an IPv4 /24 or IPv6 /48, an account uid, an address hash, or ''
+                        hour INTEGER NOT NULL,
+                        count INTEGER NOT NULL,
+                        PRIMARY KEY (counter, key, hour)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX link_events_at ON link_events(at);
+                    """)
+        }
         return migrator
     }
 }

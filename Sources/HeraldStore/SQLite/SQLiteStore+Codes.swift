@@ -33,7 +33,15 @@ extension SQLiteStore {
         ).flatMap(Records.code)
     }
 
+    /// Records a use of a real code as a `link_events` row; a code that does not exist adds one to its visitor's
+    /// network's hourly `unknown-code` counter instead (or nothing, past the visitor's limit), so scanning grows nothing.
     public func recordLinkEvent(codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, now: Date) throws {
+        guard codeID != nil else {
+            guard visitor.countsUnknownCodes else { return }
+            let key = visitor.ip.map(IPNetwork.ledgerKey) ?? ""
+            try addAbuseCounts([AbuseCount(counter: "unknown-code", key: key, hour: now, count: 1)])
+            return
+        }
         try pool.write { db in try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: now.milliseconds) }
     }
 

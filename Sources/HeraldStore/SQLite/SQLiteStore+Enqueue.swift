@@ -3,23 +3,21 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, now: Date) throws -> Int64 {
+    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
+        -> Int64
+    {
         let at = now.milliseconds
+        let key = request.recipient.throttleKey
         return try writeDurably { db in
             if let throttle {
-                let row = try Row.fetchOne(
-                    db,
+                try Self.checkCooldown(
+                    db, throttle, key: key, at: at,
                     sql: """
                         SELECT COUNT(*) AS sent, MAX(queued_at) AS latest FROM outbox
-                        WHERE recipient = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
-                        """, arguments: [request.recipient.value, request.kind.rawValue, at - 86_400_000])!
-                if let latest = row["latest"] as Int64?, at - latest < Int64(throttle.cooldown * 1000) {
-                    throw HeraldError(.tooManyAttempts, "")
-                }
-                if (row["sent"] as Int) >= throttle.dailyCap {
-                    throw HeraldError(.tooManyAttempts, "")
-                }
+                        WHERE recipient_key = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
+                        """, arguments: [key, request.kind.rawValue, at - 86_400_000])
             }
+            if let quota { try Self.charge(db, quota, at: at) }
             // A row without a bulk key never conflicts, so it is always inserted.
             _ = try insert(db, request, bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
             return db.lastInsertedRowID
@@ -70,14 +68,14 @@ extension SQLiteStore {
         try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,
-                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at, bulk_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 'queued', ?, ?, ?, ?, ?)
+                                    message_id, priority, state, queued_at, next_attempt_at, due_at, updated_at, bulk_id, recipient_key)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 'queued', ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (bulk_id, recipient) WHERE bulk_id IS NOT NULL DO NOTHING
                 """
         ).execute(arguments: [
             request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
             request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
-            at, at, at, at, bulkID,
+            at, at, at, at, bulkID, request.recipient.throttleKey,
         ])
         return db.changesCount > 0
     }

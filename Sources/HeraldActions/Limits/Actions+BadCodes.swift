@@ -1,0 +1,27 @@
+import Foundation
+import HeraldCore
+
+/// Attempts with codes that do not exist: counted per hour (never a row each), and past a client network's
+/// `limits.ipBadCodesPerMinute` not recorded at all; the answer stays the same, so a scanner learns nothing.
+extension Actions {
+    /// Runs a code check or redemption for `visitor`, charging the visitor's network when the code is bad.
+    func checkingCode<T>(_ visitor: Visitor, now: Date, _ body: (Visitor) throws -> T) throws -> T {
+        do {
+            return try body(screened(visitor, now: now))
+        } catch let error as HeraldError where error.code == .invalidOOBCode {
+            chargeBadCode(visitor, now: now)
+            throw error
+        }
+    }
+
+    /// The visitor as the ledger sees it: past its network's limit, unknown codes go uncounted.
+    func screened(_ visitor: Visitor, now: Date) -> Visitor {
+        var visitor = visitor
+        if let ip = visitor.ip { visitor.countsUnknownCodes = badCodeLimiter.allows(ip, now: now) }
+        return visitor
+    }
+
+    func chargeBadCode(_ visitor: Visitor, now: Date) {
+        if let ip = visitor.ip { _ = badCodeLimiter.take(ip, now: now) }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import HeraldCore
+
+/// The hourly quotas on app-initiated email, counted in the ledger (`send_counts`) so they survive restarts.
+public struct SendQuota: Sendable, Hashable {
+    /// Emails per hour for the whole project; 0 is no limit.
+    public var projectPerHour: Int
+    /// Emails per hour about one account; 0 is no limit.
+    public var accountPerHour: Int
+    /// The account the request is about: its uid, or a hash of the address when it has no account.
+    public var accountKey: String
+
+    public init(projectPerHour: Int, accountPerHour: Int, accountKey: String) {
+        self.projectPerHour = projectPerHour
+        self.accountPerHour = accountPerHour
+        self.accountKey = accountKey
+    }
+}
+
+/// A request a limit refused: which counter, for which key (as the ledger keeps it), and the answer.
+public struct LimitRefusal: Error, Sendable {
+    /// `recipient`, `account`, `project` (or `ip`, refused before the ledger).
+    public let counter: String
+    public let key: String
+    public let error: HeraldError
+
+    public init(counter: String, key: String, error: HeraldError) {
+        self.counter = counter
+        self.key = key
+        self.error = error
+    }
+}
+
+/// One row of `abuse_counts`: how many requests a counter saw for a key in one hour.
+public struct AbuseCount: Sendable, Hashable {
+    public var counter: String
+    public var key: String
+    /// The start of the hour.
+    public var hour: Date
+    public var count: Int
+
+    public init(counter: String, key: String, hour: Date, count: Int) {
+        self.counter = counter
+        self.key = key
+        self.hour = Date(timeIntervalSince1970: (hour.timeIntervalSince1970 / 3600).rounded(.down) * 3600)
+        self.count = count
+    }
+}
+
+/// What the abuse limits keep in the ledger: suppressed requests, hourly counters, and their retention.
+public protocol AbuseStore {
+    /// Durably records a request answered "sent" but not sent (enumeration protection), after the same
+    /// cooldown, daily cap and quotas a real send passes, in one fsynced transaction like a real send's.
+    ///
+    /// - Throws: `LimitRefusal` when a limit refuses.
+    func recordSuppressed(_ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
+
+    /// Adds counts to `abuse_counts` (one row per counter, key and hour). Not fsynced: a crash may lose the last ones.
+    func addAbuseCounts(_ counts: [AbuseCount]) throws
+
+    /// The counts of the hours from `since` on, newest first.
+    func abuseCounts(since: Date) throws -> [AbuseCount]
+}

@@ -1,0 +1,208 @@
+"""Abuse limits on the public surface (issue #10 items 4-7): reset timing under enumeration
+protection, per-client / per-account / per-project limits, plus-tag cooldowns, unknown-code
+visits that grow nothing, event retention, and ID tokens of a deleted account whose uid is reused.
+Every test runs a real `herald serve` with a real SQLite ledger and a real SMTP capture server."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import statistics
+import subprocess
+import time
+
+import requests
+
+from helpers import herald_env, query
+from http_support import API_KEY, CONTINUE, assert_error, ok, unique_email
+
+PASSWORD = "abuse-password-1"
+ON = {"ipSendsPerMinute": 20, "ipBurst": 20, "ipSendsPerHour": 500, "ipBadCodesPerMinute": 60,
+      "accountSendsPerHour": 10, "projectSendsPerHour": 10000}
+
+
+def limits(**changes) -> dict:
+    return {"limits": {**ON, **changes}}
+
+
+def cli(srv, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(srv.binary), *args, "--config", str(srv.config)], cwd=srv.cwd, env=herald_env(), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def sign_in_link(srv, email: str, headers=None) -> requests.Response:
+    return srv.send_oob("EMAIL_SIGNIN", email, headers=headers, continueUrl=CONTINUE, canHandleCodeInApp=True)
+
+
+def rows(srv, table: str) -> int:
+    return query(srv.db_path, f"SELECT COUNT(*) AS n FROM {table}")[0]["n"]
+
+
+# --------------------------------------------------------------------------- item 4: timing
+def test_reset_timing_does_not_tell_registered_from_unknown_emails(server):
+    """A median-split classifier on one request's latency must do little better than a coin (it got ~86%)."""
+    srv = server()
+    registered = [unique_email(f"timing-known-{i}") for i in range(100)]
+    for email in registered:
+        srv.sign_up(email, PASSWORD)
+    unknown = [unique_email(f"timing-nobody-{i}") for i in range(100)]
+    trials = [(email, True) for email in registered] + [(email, False) for email in unknown]
+    random.Random(10).shuffle(trials)
+    session = requests.Session()
+    url = f"{srv.url}/v1/accounts:sendOobCode?key={API_KEY}"
+    for _ in range(10):  # warm the connection and the server's caches
+        session.post(url, json={"requestType": "PASSWORD_RESET", "email": unique_email("warm")}, timeout=10)
+    timings = []
+    for email, known in trials:
+        started = time.perf_counter()
+        resp = session.post(url, json={"requestType": "PASSWORD_RESET", "email": email}, timeout=10)
+        elapsed = time.perf_counter() - started
+        assert resp.status_code == 200, resp.text
+        timings.append((elapsed, known))
+    threshold = statistics.median(t for t, _ in timings)
+    correct = sum((t > threshold) == known for t, known in timings)
+    accuracy = correct / len(timings)
+    known_ms = statistics.median(t for t, k in timings if k) * 1000
+    unknown_ms = statistics.median(t for t, k in timings if not k) * 1000
+    print(f"median registered {known_ms:.2f} ms, unknown {unknown_ms:.2f} ms, classifier accuracy {accuracy:.0%}")
+    assert accuracy <= 0.65, f"one request tells registered from unknown {accuracy:.0%} of the time " \
+                             f"(median registered {known_ms:.2f} ms, unknown {unknown_ms:.2f} ms)"
+    # The suppressed requests are in the ledger, auditable, with no code.
+    assert rows(srv, "suppressed_sends") >= len(unknown)
+    reasons = {r["reason"] for r in query(srv.db_path, "SELECT DISTINCT reason FROM suppressed_sends")}
+    assert reasons == {"EMAIL_NOT_FOUND"}, reasons
+
+
+def test_silent_path_keeps_the_cooldown_like_a_real_send(server):
+    srv = server()
+    known = unique_email("cool-known")
+    srv.sign_up(known, PASSWORD)
+    nobody = unique_email("cool-nobody")
+    for email in (known, nobody):
+        ok(srv.send_oob("PASSWORD_RESET", email))
+        assert_error(srv.send_oob("PASSWORD_RESET", email), "TOO_MANY_ATTEMPTS_TRY_LATER")
+
+
+# --------------------------------------------------------------------------- item 5: limits
+def test_a_burst_from_one_client_is_refused_and_a_forged_forwarded_for_does_not_escape(server):
+    srv = server(**limits(ipSendsPerMinute=5, ipBurst=5))
+    answers = [sign_in_link(srv, unique_email(f"burst-{i}")) for i in range(8)]
+    assert [r.status_code for r in answers[:5]] == [200] * 5, [r.text for r in answers]
+    for resp in answers[5:]:
+        assert_error(resp, "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # 127.0.0.1 is not a trusted proxy: its X-Forwarded-For is ignored.
+    assert_error(sign_in_link(srv, unique_email("forged"), headers={"X-Forwarded-For": "198.51.100.77"}),
+                 "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Admin callers are exempt.
+    ok(srv.admin("accounts:sendOobCode", {"requestType": "EMAIL_SIGNIN", "email": unique_email("admin"),
+                                           "continueUrl": CONTINUE, "canHandleCodeInApp": True}))
+    # The refusals reach the ledger (within a second), keyed by network, never the raw address.
+    time.sleep(1.2)
+    assert_error(sign_in_link(srv, unique_email("late")), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    counted = query(srv.db_path, "SELECT key, count FROM abuse_counts WHERE counter = 'ip'")
+    assert counted == [{"key": "127.0.0.0/24", "count": 5}], counted
+    shown = cli(srv, "throttles")
+    assert shown.returncode == 0, shown.stderr
+    line = next(line for line in shown.stdout.splitlines() if " ip " in line)
+    assert line.split()[-2:] == ["5", "127.0.0.0/24"], shown.stdout
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_is_limited(server):
+    srv = server(**limits(ipSendsPerMinute=3, ipBurst=3, trustedProxies=["127.0.0.1"]))
+    first = {"X-Forwarded-For": "198.51.100.1"}
+    for i in range(3):
+        ok(sign_in_link(srv, unique_email(f"proxied-{i}"), headers=first))
+    assert_error(sign_in_link(srv, unique_email("proxied-4"), headers=first), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # A client prepending its own hop is still the right-most untrusted address.
+    spoofed = {"X-Forwarded-For": "203.0.113.9, 198.51.100.1"}
+    assert_error(sign_in_link(srv, unique_email("spoofed"), headers=spoofed), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    ok(sign_in_link(srv, unique_email("other"), headers={"X-Forwarded-For": "198.51.100.2"}))
+
+
+def test_plus_tag_and_case_variants_share_one_cooldown(server):
+    srv = server(**limits())
+    victim = unique_email("victim")
+    local, domain = victim.split("@")
+    ok(sign_in_link(srv, f"{local}+1@{domain}"))
+    for variant in (f"{local}+2@{domain}", f"{local.upper()}+3@{domain}", victim):
+        assert_error(sign_in_link(srv, variant), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    assert len(srv.mail_to(f"{local}+1@{domain}")) == 1
+
+
+def test_the_project_quota_answers_quota_exceeded(server):
+    srv = server(**limits(projectSendsPerHour=3))
+    for i in range(3):
+        ok(sign_in_link(srv, unique_email(f"quota-{i}")))
+    assert_error(sign_in_link(srv, unique_email("quota-4")), "QUOTA_EXCEEDED")
+    # Silent requests count too, and are refused alike.
+    assert_error(srv.send_oob("PASSWORD_RESET", unique_email("quota-nobody")), "QUOTA_EXCEEDED")
+    ok(srv.admin("accounts:sendOobCode", {"requestType": "EMAIL_SIGNIN", "email": unique_email("quota-admin"),
+                                           "continueUrl": CONTINUE, "canHandleCodeInApp": True}))
+
+
+def test_one_signed_in_account_cannot_send_unbounded_change_email_mail(server):
+    srv = server(**limits(accountSendsPerHour=3), policy={"cooldown": "0s"})
+    token = srv.sign_up(unique_email("changer"), PASSWORD)["idToken"]
+    for i in range(3):
+        ok(srv.send_oob("VERIFY_AND_CHANGE_EMAIL", idToken=token, newEmail=unique_email(f"new-{i}")))
+    assert_error(srv.send_oob("VERIFY_AND_CHANGE_EMAIL", idToken=token, newEmail=unique_email("new-4")),
+                 "TOO_MANY_ATTEMPTS_TRY_LATER")
+    assert_error(srv.send_oob("VERIFY_EMAIL", idToken=token), "TOO_MANY_ATTEMPTS_TRY_LATER")
+
+
+# --------------------------------------------------------------------------- item 6: ledger growth
+def test_unknown_code_visits_add_no_rows_and_real_clicks_are_recorded(server):
+    srv = server(**limits(ipBadCodesPerMinute=100))
+    before_events = rows(srv, "link_events")
+    session = requests.Session()
+    for i in range(300):
+        page = session.get(srv.action_page_url(mode="resetPassword", oobCode=f"bogus{i:06d}", apiKey=API_KEY), timeout=10)
+        assert page.status_code == 400 and "text/html" in page.headers["Content-Type"]
+    for i in range(50):
+        assert_error(srv.post("accounts:resetPassword", {"oobCode": f"bogus-api-{i}", "newPassword": PASSWORD}),
+                     "INVALID_OOB_CODE")
+    assert rows(srv, "link_events") == before_events, "unknown codes must not add link_events rows"
+    counters = query(srv.db_path, "SELECT counter, key, count FROM abuse_counts")
+    assert [(c["counter"], c["key"]) for c in counters] == [("unknown-code", "127.0.0.0/24")], counters
+    # Counted up to the client's limit (100 a minute, refilling while the test runs), then not at all.
+    assert 100 <= counters[0]["count"] <= 130, counters
+    # A real code's click is still recorded.
+    link = srv.oob("EMAIL_SIGNIN", unique_email("real"), continueUrl=CONTINUE, canHandleCodeInApp=True)["oobLink"]
+    requests.get(srv.local(link), timeout=10, allow_redirects=False)
+    clicks = query(srv.db_path, "SELECT code_id FROM link_events WHERE kind = 'click'")
+    assert len(clicks) == 1 and clicks[0]["code_id"] is not None, clicks
+
+
+def test_retention_prunes_old_events_and_counters(server):
+    srv = server("--no-worker")
+    day = 86_400_000
+    now = int(time.time() * 1000)
+    with sqlite3.connect(srv.db_path) as db:
+        db.execute("PRAGMA busy_timeout = 5000")
+        for at in (now - 100 * day, now - day):
+            db.execute("INSERT INTO link_events (code_id, kind, at, ip) VALUES (NULL, 'click', ?, '192.0.2.1')", (at,))
+            db.execute("INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) "
+                       "VALUES ('resetPassword', 'x@example.com', 'EMAIL_NOT_FOUND', ?)", (at,))
+            db.execute("INSERT INTO abuse_counts (counter, key, hour, count) VALUES ('ip', '192.0.2.0/24', ?, 3)",
+                       (at // 3_600_000,))
+    drained = cli(srv, "worker", "--until-empty")
+    assert drained.returncode == 0, drained.stderr
+    for table, column in (("link_events", "at"), ("suppressed_sends", "requested_at"), ("abuse_counts", "hour * 3600000")):
+        left = query(srv.db_path, f"SELECT {column} AS t FROM {table}")
+        assert [r["t"] // day for r in left] == [(now - day) // day], (table, left)
+
+
+# --------------------------------------------------------------------------- item 7a: reused localId
+def test_a_token_of_a_deleted_account_never_speaks_for_a_recreated_one(server):
+    srv = server()
+    email = unique_email("reborn")
+    local_id = "reborn-" + str(random.randrange(10**9))
+    ok(srv.admin("accounts", {"localId": local_id, "email": email, "password": PASSWORD}))
+    old_token = ok(srv.sign_in(email, PASSWORD))["idToken"]
+    ok(srv.admin("accounts:delete", {"localId": local_id}))
+    ok(srv.admin("accounts", {"localId": local_id, "email": email, "password": PASSWORD}))
+    assert_error(srv.lookup(old_token), "USER_NOT_FOUND")
+    fresh = ok(srv.sign_in(email, PASSWORD))["idToken"]
+    assert ok(srv.lookup(fresh))["users"][0]["localId"] == local_id
