@@ -24,11 +24,13 @@ deps:
 build:
 	$(SWIFT) build --build-tests
 
-## Throughput against Postfix's smtp-sink, beside smtp-source; not a test.
+## Throughput against Postfix's smtp-sink, beside smtp-source, then the front door's memory under
+## 15,000 hostile requests of each shape (scripts/soak-headers.py); not a test.
 bench:
 	scripts/install-deps.sh bench
 	$(SWIFT) build -c release --product herald
 	$(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
+	$(PYTHON) scripts/soak-headers.py --herald .build/release/herald --count 15000
 
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift

@@ -97,9 +97,6 @@ public struct HeraldConfiguration: Sendable {
         /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64); further ones
         /// get `429`. Trusted proxies are exempt. 0: no per-client cap.
         public var maxConnectionsPerClient = 128
-        /// Peers whose connections carry many clients (reverse proxies): exempt from the per-client caps,
-        /// and the only peers whose `X-Forwarded-For` is believed. IP addresses.
-        public var trustedProxies: [String] = []
         /// A connection with no request in progress is closed after this long.
         public var idleTimeout: TimeInterval = 30
         /// A request's head (request line and headers) must arrive within this long of its first byte, else `408`.

@@ -19,8 +19,8 @@ final class ConnectionAdmission: Sendable {
         var total: Int
         /// Most connections open at once from one client; 0 for no cap.
         var perClient: Int
-        /// Peers exempt from `perClient` (reverse proxies), as written in `server.trustedProxies`.
-        var trustedProxies: [String] = []
+        /// Peers exempt from `perClient` (reverse proxies, `limits.trustedProxies`).
+        var trustedProxies: [IPNetwork] = []
     }
 
     /// Why a connection was refused, which decides its answer.
@@ -50,7 +50,7 @@ final class ConnectionAdmission: Sendable {
 
     /// Counts a new connection from `peer` in, or says why it may not come in.
     func admit(peer: SocketAddress?) -> Result<Ticket, Refusal> {
-        let trusted = peer?.ipAddress.flatMap(IPAddressText.canonical).map(limits.trustedProxies.contains) ?? false
+        let trusted = peer?.ipAddress.map { ip in limits.trustedProxies.contains { $0.contains(ip) } } ?? false
         let client = trusted ? nil : peer.flatMap(Self.client(of:))
         return counts.withLockedValue { counts in
             if limits.total > 0, counts.total >= limits.total { return .failure(.full) }
@@ -76,16 +76,8 @@ final class ConnectionAdmission: Sendable {
     /// Connections open now, in all.
     var open: Int { counts.withLockedValue { $0.total } }
 
-    /// The key a peer is counted under: its IPv4 address, or the first four groups (/64) of its IPv6 address.
+    /// The key a peer is counted under: its IPv4 address, or its IPv6 /64.
     static func client(of peer: SocketAddress) -> String? {
-        guard let ip = peer.ipAddress else { return nil }
-        if ip.hasPrefix("::ffff:"), ip.contains(".") { return String(ip.dropFirst(7)) }
-        guard case .v6 = peer else { return ip }
-        // Expand "::" so the first four groups are the /64 whatever the spelling.
-        let halves = ip.split(separator: "%")[0].components(separatedBy: "::")
-        let head = halves[0].split(separator: ":", omittingEmptySubsequences: false).filter { !$0.isEmpty }
-        let tail = halves.count > 1 ? halves[1].split(separator: ":").map(String.init) : []
-        let groups = head.map(String.init) + Array(repeating: "0", count: max(0, 8 - head.count - tail.count)) + tail
-        return groups.prefix(4).map { String(Int($0, radix: 16) ?? 0, radix: 16) }.joined(separator: ":") + "::/64"
+        peer.ipAddress.flatMap(IPNetwork.client)?.description
     }
 }

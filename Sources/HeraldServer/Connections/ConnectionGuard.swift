@@ -13,10 +13,21 @@ import NIOHTTPTypes
 ///
 /// `RequestProgress`, after the HTTP decoder, tells it where each request stands. A connection that
 /// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed.
-final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// Every close of the output (Hummingbird's after a parse error or a `Connection: close` answer, and this
+/// handler's own) becomes a lingering close, as RFC 9112 §9.6 describes: what the client still sends is
+/// read and dropped, here before the decoder, so its FIN can arrive, and the connection closes fully
+/// within `lingerTimeout`. Without it, a client whose request the decoder refused (a head over
+/// `maxHeaderBytes`) or whose body nobody read keeps its connection, and all its buffers, for ever:
+/// nothing reads the socket again, so its FIN waits behind a full receive window.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
+
+    /// The longest a half-closed connection drains before it is closed.
+    static let lingerTimeout = TimeAmount.seconds(2)
 
     struct Timeouts: Sendable {
         var idle: TimeAmount
@@ -80,6 +91,16 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if phase == .closing { context.read() }  // keep draining: nothing downstream asks for reads any more
+        context.fireChannelReadComplete()
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        context.close(mode: mode, promise: promise)
+        if mode == .output { linger(context) }
+    }
+
     // MARK: Reports from `RequestProgress`
 
     func headReceived() {
@@ -123,10 +144,19 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] _ in
             guard let context = self.context else { return }
             context.close(mode: .output, promise: nil)
-            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(500)) { [self] in
-                self.context?.close(promise: nil)
-            }
+            linger(context)
         }
+    }
+
+    /// Drops what the client still sends until it closes, or `lingerTimeout` passes.
+    private func linger(_ context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        phase = .closing
+        deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerTimeout) { [self] in
+            self.context?.close(promise: nil)
+        }
+        context.read()
     }
 
     /// Closes without an answer.

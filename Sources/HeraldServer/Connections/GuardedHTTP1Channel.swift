@@ -53,7 +53,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 public struct FrontDoorLimits: Sendable {
     public var maxConnections: Int
     public var maxConnectionsPerClient: Int
-    public var trustedProxies: [String]
+    public var trustedProxies: [IPNetwork]
     public var idleTimeout: Duration
     public var headerTimeout: Duration
     public var bodyTimeout: Duration
@@ -70,11 +70,11 @@ extension HTTPServerBuilder {
 
 extension FrontDoorLimits {
     /// The limits `server.*` sets; `maxConnections` 0 becomes what the file-descriptor limit allows.
-    init(_ server: HeraldConfiguration.Server) {
+    init(_ server: HeraldConfiguration.Server, trustedProxies: [IPNetwork]) {
         let descriptors = FileDescriptorLimit.raiseToHard()
         self.init(
             maxConnections: server.maxConnections > 0 ? server.maxConnections : max(64, descriptors - 64),
-            maxConnectionsPerClient: server.maxConnectionsPerClient, trustedProxies: server.trustedProxies,
+            maxConnectionsPerClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies,
             idleTimeout: .seconds(server.idleTimeout), headerTimeout: .seconds(server.headerTimeout),
             bodyTimeout: .seconds(server.bodyTimeout), maxHeaderBytes: server.maxHeaderBytes, maxHeaderCount: server.maxHeaderCount)
     }
