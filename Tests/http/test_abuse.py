@@ -14,7 +14,7 @@ import time
 import requests
 
 from helpers import herald_env, query
-from http_support import API_KEY, CONTINUE, assert_error, ok, unique_email
+from http_support import API_KEY, CONTINUE, assert_error, code_of, ok, unique_email
 
 PASSWORD = "abuse-password-1"
 ON = {"ipSendsPerMinute": 20, "ipBurst": 20, "ipSendsPerHour": 500, "ipBadCodesPerMinute": 60,
@@ -175,6 +175,29 @@ def test_unknown_code_visits_add_no_rows_and_real_clicks_are_recorded(server):
     assert len(clicks) == 1 and clicks[0]["code_id"] is not None, clicks
 
 
+def test_reloading_one_real_codes_page_adds_a_bounded_number_of_rows(server):
+    """Anyone can get one real code (a sign-in link to their own mailbox) and reload its page for ever:
+    a code keeps its first 20 clicks and rejections as rows, and its redemption always."""
+    srv = server()
+    email = unique_email("reload")
+    srv.sign_up(email, PASSWORD)
+    link = srv.oob("PASSWORD_RESET", email, continueUrl=CONTINUE)["oobLink"]
+    session = requests.Session()
+    for _ in range(150):
+        assert session.get(srv.local(link), timeout=10).status_code == 200
+        assert session.head(srv.local(link), timeout=10).status_code == 200
+    for _ in range(30):  # forged form posts are rejections of the same code
+        resp = session.post(srv.url + "/__/auth/action", data={"mode": "resetPassword", "oobCode": code_of(link),
+                                                                "apiKey": API_KEY, "newPassword": "x-123456789"},
+                            timeout=10, allow_redirects=False)
+        assert resp.status_code == 403
+    events = query(srv.db_path, "SELECT kind, COUNT(*) AS n FROM link_events GROUP BY kind")
+    assert sum(e["n"] for e in events) == 20, events
+    ok(srv.post("accounts:resetPassword", {"oobCode": code_of(link), "newPassword": "another-pw-123"}))
+    redeemed = query(srv.db_path, "SELECT COUNT(*) AS n FROM link_events WHERE kind = 'redeemed'")
+    assert redeemed[0]["n"] == 1, redeemed
+
+
 def test_retention_prunes_old_events_and_counters(server):
     srv = server("--no-worker")
     day = 86_400_000
@@ -206,3 +229,21 @@ def test_a_token_of_a_deleted_account_never_speaks_for_a_recreated_one(server):
     assert_error(srv.lookup(old_token), "USER_NOT_FOUND")
     fresh = ok(srv.sign_in(email, PASSWORD))["idToken"]
     assert ok(srv.lookup(fresh))["users"][0]["localId"] == local_id
+
+
+def test_direct_email_changes_count_against_the_account_quota(server):
+    """Without enumeration protection a user may change their email directly, and each change mails a
+    recovery notice to the address it replaced (always: it is a security notice). The changes count
+    against the account's hourly quota, so switching back and forth cannot mail an address without end."""
+    srv = server(server={"enumerationProtection": False}, **limits(accountSendsPerHour=3))
+    email = unique_email("flip")
+    token = srv.sign_up(email, PASSWORD)["idToken"]
+    victim = unique_email("flip-victim")
+    for n in range(3):
+        changed = ok(srv.post("accounts:update", {"idToken": token, "email": victim if n % 2 == 0 else email,
+                                                  "returnSecureToken": True}))
+        token = changed["idToken"]
+    refused = srv.post("accounts:update", {"idToken": token, "email": unique_email("flip-more"), "returnSecureToken": True})
+    assert_error(refused, "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # The refused change changed nothing: the account still has the address of the third change.
+    assert srv.admin_user(victim) is not None

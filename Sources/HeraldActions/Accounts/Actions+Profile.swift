@@ -25,6 +25,14 @@ extension Actions {
             throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
         }
         if let password = edit.password { try PasswordHasher.checkStrength(password) }
+        if let newEmail, newEmail != current.email {
+            // The change sends its recovery notice whatever happens, so the change is what the account's and the
+            // project's hourly quotas count: changing back and forth cannot mail an address without end.
+            let limits = configuration.limits
+            let quota = SendQuota(
+                projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: current.uid)
+            try await offload { try self.limited(now: now) { try self.store.chargeQuota(quota, now: now) } }
+        }
         let displayName = try edit.displayName.map(DisplayName.validate)
         let store = store
         let (before, account) = try await offload { () throws -> (Account, Account) in

@@ -52,7 +52,7 @@ extension Actions {
     }
 
     /// Runs a store call that may hit a limit; a refusal is counted and answered with its error.
-    private func limited<T>(now: Date, _ body: () throws -> T) throws -> T {
+    func limited<T>(now: Date, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let refusal as LimitRefusal {

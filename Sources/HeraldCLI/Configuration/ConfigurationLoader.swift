@@ -186,6 +186,11 @@ struct ConfigurationParser {
         c.limits.accountSendsPerHour = try await number("limits.accountSendsPerHour", c.limits.accountSendsPerHour, in: 0...1_000_000)
         c.limits.projectSendsPerHour = try await number("limits.projectSendsPerHour", c.limits.projectSendsPerHour, in: 0...100_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
+        if c.ledger.eventRetention > 0 && c.ledger.eventRetention < 86_400 {
+            // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they
+            // stand beside would let the cap tell registered addresses from unknown ones.
+            throw problem("ledger.eventRetention", "must be 0 (keep everything) or at least 1d, got \(DurationText.format(c.ledger.eventRetention))")
+        }
         return c
     }
 

@@ -91,8 +91,8 @@ public struct HeraldConfiguration: Sendable {
         public var tokenSecret = ""
         /// After the embedded worker fails, `/health` answers 503 this long before the server drains and exits.
         public var failureGrace: TimeInterval = 5
-        /// Most HTTP connections open at once; further ones get `503` and are closed. 0: as many as file
-        /// descriptors allow (the soft limit, raised to the hard one at start-up, less 64 for the ledger and mail).
+        /// Most HTTP connections open at once; further ones get `503` and are closed. 0: 10,000, or what file
+        /// descriptors allow if less (the soft limit, raised to the hard one at start-up, less 64 for the ledger and mail).
         public var maxConnections = 0
         /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64); further ones
         /// get `429`. Trusted proxies are exempt. 0: no per-client cap.

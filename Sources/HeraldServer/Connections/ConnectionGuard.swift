@@ -9,7 +9,11 @@ import NIOHTTPTypes
 ///   without a word, as keep-alive connections are;
 /// - **head** (a request has begun): `header` until its head is complete, else `408` and closed (slowloris);
 /// - **body** (the head is in): `body` until the body is complete, else `408` and closed;
-/// - **handling** (the request is in): no deadline; Herald's own work bounds it.
+/// - **handling** (the request is in, its answer is not out): no deadline; Herald's own work bounds it.
+///
+/// A request is done when both its body is in and its answer is out, in either order (Herald may answer
+/// before reading a body, e.g. a 405). A client that stops reading answers is cut off once the connection
+/// has been unwritable for `body`.
 ///
 /// `RequestProgress`, after the HTTP decoder, tells it where each request stands. A connection that
 /// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed.
@@ -28,6 +32,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The longest a half-closed connection drains before it is closed.
     static let lingerTimeout = TimeAmount.seconds(2)
+    /// The same for a connection refused at admission.
+    static let refusalLinger = TimeAmount.milliseconds(250)
 
     struct Timeouts: Sendable {
         var idle: TimeAmount
@@ -44,11 +50,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var phase = Phase.idle
     /// Requests whose head arrived and whose response has not ended.
     private var inFlight = 0
+    /// The current request's head is in and its end is not.
+    private var readingRequest = false
     /// Whether the current request's response has begun (then a timeout closes without a 408).
     private var responding = false
     /// Bytes of a next request arrived while one was being handled.
     private var nextRequestBegun = false
     private var deadline: Scheduled<Void>?
+    /// Runs while the connection is unwritable (the client reads no answers).
+    private var stall: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
     init(timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?) {
@@ -63,6 +73,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
+        stall?.cancel()
         self.context = nil
     }
 
@@ -73,6 +84,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
+        stall?.cancel()
         phase = .closing
         context.fireChannelInactive()
     }
@@ -96,6 +108,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelReadComplete()
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        stall?.cancel()
+        stall = nil
+        if !context.channel.isWritable, phase != .closing {
+            stall = context.eventLoop.assumeIsolated().scheduleTask(in: timeouts.body) { [self] in
+                closeQuietly()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         context.close(mode: mode, promise: promise)
         if mode == .output { linger(context) }
@@ -106,13 +129,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func headReceived() {
         guard phase != .closing else { return }
         inFlight += 1
+        readingRequest = true
         responding = false
+        nextRequestBegun = false
         enter(.body, after: timeouts.body)
     }
 
     func endReceived() {
         guard phase != .closing else { return }
-        enter(.handling, after: nil)
+        readingRequest = false
+        if inFlight == 0 {
+            settle()  // answered before its body was read: done now
+        } else {
+            enter(.handling, after: nil)
+        }
     }
 
     func responseBegun() { responding = true }
@@ -120,7 +150,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func responseEnded() {
         guard phase != .closing else { return }
         inFlight = max(0, inFlight - 1)
-        guard inFlight == 0, phase == .handling else { return }
+        // While the body is still coming, the body deadline keeps running.
+        if inFlight == 0, !readingRequest { settle() }
+    }
+
+    /// Every request so far is done: wait for the next one.
+    private func settle() {
         if nextRequestBegun {
             nextRequestBegun = false
             enter(.head, after: timeouts.header)
@@ -130,10 +165,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Answers `status` with a small JSON error, `Connection: close`, and closes.
-    func answerAndClose(_ status: HTTPResponse.Status, message: String, retryAfter: Int? = nil) {
+    func answerAndClose(
+        _ status: HTTPResponse.Status, message: String, retryAfter: Int? = nil, linger: TimeAmount = ConnectionGuard.lingerTimeout
+    ) {
         guard let context, phase != .closing else { return }
         phase = .closing
+        // The whole exchange ends within `linger`, even when the client reads nothing and the write never completes.
         deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: linger) { [self] in
+            self.context?.close(promise: nil)
+        }
         let body = #"{"error":{"code":\#(status.code),"message":"\#(message)","status":"\#(Self.statusName(status))"}}"#
         var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=UTF-8\r\n"
         head += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
@@ -142,15 +183,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         // Half-close after the answer, then drop what the client still sends for a moment: closing at once
         // could reset the connection before the client reads the answer.
         context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] _ in
-            guard let context = self.context else { return }
+            guard let context = self.context, context.channel.isActive else { return }
             context.close(mode: .output, promise: nil)
-            linger(context)
+            context.read()
         }
     }
 
     /// Drops what the client still sends until it closes, or `lingerTimeout` passes.
     private func linger(_ context: ChannelHandlerContext) {
-        guard context.channel.isActive else { return }
+        guard context.channel.isActive, phase != .closing else { return }
         phase = .closing
         deadline?.cancel()
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerTimeout) { [self] in
@@ -168,10 +209,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func start(_ context: ChannelHandlerContext) {
         switch refusal {
+        // A refused connection holds its descriptor only briefly: a flood of them cannot exhaust descriptors.
         case .full?:
-            answerAndClose(.serviceUnavailable, message: "UNAVAILABLE : too many connections", retryAfter: 1)
+            answerAndClose(
+                .serviceUnavailable, message: "UNAVAILABLE : too many connections", retryAfter: 1, linger: Self.refusalLinger)
         case .clientFull?:
-            answerAndClose(.tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many connections from this client", retryAfter: 1)
+            answerAndClose(
+                .tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many connections from this client", retryAfter: 1,
+                linger: Self.refusalLinger)
         case nil:
             if deadline == nil, phase == .idle { enter(.idle, after: timeouts.idle) }
         }

@@ -69,11 +69,11 @@ extension HTTPServerBuilder {
 }
 
 extension FrontDoorLimits {
-    /// The limits `server.*` sets; `maxConnections` 0 becomes what the file-descriptor limit allows.
+    /// The limits `server.*` sets; `maxConnections` 0 becomes 10,000, or fewer if the file-descriptor limit allows fewer.
     init(_ server: HeraldConfiguration.Server, trustedProxies: [IPNetwork]) {
         let descriptors = FileDescriptorLimit.raiseToHard()
         self.init(
-            maxConnections: server.maxConnections > 0 ? server.maxConnections : max(64, descriptors - 64),
+            maxConnections: server.maxConnections > 0 ? server.maxConnections : max(64, min(10_000, descriptors - 64)),
             maxConnectionsPerClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies,
             idleTimeout: .seconds(server.idleTimeout), headerTimeout: .seconds(server.headerTimeout),
             bodyTimeout: .seconds(server.bodyTimeout), maxHeaderBytes: server.maxHeaderBytes, maxHeaderCount: server.maxHeaderCount)

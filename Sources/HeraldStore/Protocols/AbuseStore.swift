@@ -55,6 +55,11 @@ public protocol AbuseStore {
     /// - Throws: `LimitRefusal` when a limit refuses.
     func recordSuppressed(_ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
 
+    /// Counts one email against `quota` on its own (an email the caller must send whatever happens, such as a
+    /// security notice, charged before the change that causes it).
+    /// - Throws: `LimitRefusal` when the project's or the account's hourly quota is spent.
+    func chargeQuota(_ quota: SendQuota, now: Date) throws
+
     /// Adds counts to `abuse_counts` (one row per counter, key and hour). Not fsynced: a crash may lose the last ones.
     func addAbuseCounts(_ counts: [AbuseCount]) throws
 

@@ -45,9 +45,25 @@ extension SQLiteStore {
         try pool.write { db in try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: now.milliseconds) }
     }
 
+    /// The most clicks and rejections one code keeps as rows: enough for the audit (scanners, the person, a
+    /// retry), and a bound on what anyone holding one real code can add by reloading its page.
+    static let eventsPerCode = 20
+
     static func insertEvent(_ db: Database, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws {
+        let arguments: StatementArguments = [
+            codeID, kind.rawValue, at, visitor.ip, visitor.userAgent.map { String($0.prefix(512)) }, detail,
+        ]
+        guard kind != .redeemed, let codeID else {
+            try db.execute(
+                sql: "INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: arguments)
+            return
+        }
         try db.execute(
-            sql: "INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [codeID, kind.rawValue, at, visitor.ip, visitor.userAgent.map { String($0.prefix(512)) }, detail])
+            sql: """
+                INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) SELECT ?, ?, ?, ?, ?, ?
+                WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM link_events WHERE code_id = ? AND kind <> 'redeemed' LIMIT ?)) < ?
+                """,
+            arguments: arguments + [codeID, Self.eventsPerCode, Self.eventsPerCode])
     }
 }

@@ -63,6 +63,10 @@ extension SQLiteStore {
         String(ActionCode.hash(address).prefix(8).map { String(format: "%02x", $0) }.joined())
     }
 
+    public func chargeQuota(_ quota: SendQuota, now: Date) throws {
+        try pool.write { db in try Self.charge(db, quota, at: now.milliseconds) }
+    }
+
     public func addAbuseCounts(_ counts: [AbuseCount]) throws {
         guard !counts.isEmpty else { return }
         try pool.write { db in
@@ -93,13 +97,15 @@ extension SQLiteStore {
     public func pruneEvents(before: Date) throws -> Int {
         let at = before.milliseconds
         let hour = at / 3_600_000
+        let quotaHour = Date().milliseconds / 3_600_000 - 2
         var deleted = 0
         // Batches of 10,000, each its own short write, so a large backlog never holds the lock for long.
         let statements: [(String, StatementArguments)] = [
             ("DELETE FROM link_events WHERE id IN (SELECT id FROM link_events WHERE at < ? LIMIT 10000)", [at]),
             ("DELETE FROM suppressed_sends WHERE id IN (SELECT id FROM suppressed_sends WHERE requested_at < ? LIMIT 10000)", [at]),
             ("DELETE FROM abuse_counts WHERE hour < ?", [hour]),  // one row per counter, key and hour: small
-            ("DELETE FROM send_counts WHERE hour < ?", [hour]),
+            // Quotas read only the current hour: a couple of hours of counts is all they need, whatever the retention.
+            ("DELETE FROM send_counts WHERE hour < ?", [max(hour, quotaHour)]),
         ]
         for (sql, arguments) in statements {
             while true {
