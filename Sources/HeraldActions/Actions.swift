@@ -35,6 +35,12 @@ public final class Actions: Sendable {
     let sendLimiter: ClientLimiter
     /// Attempts with codes that do not exist, per client network (`limits.ipBadCodesPerMinute`).
     let badCodeLimiter: ClientLimiter
+    /// App sign-ups per client network (`limits.ipSignUpsPerHour`).
+    let signUpLimiter: ClientLimiter
+    /// Failed password sign-ins per account address (`limits.signInFailuresPerAccount`) and per client network
+    /// (`limits.ipSignInFailuresPerHour`): password guessing.
+    let accountFailures: ClientLimiter
+    let clientFailures: ClientLimiter
     /// Refused requests on their way to the ledger's `abuse_counts`.
     let tally = AbuseTally()
 
@@ -53,6 +59,11 @@ public final class Actions: Sendable {
             .init(capacity: limits.ipSendsPerHour, perHour: limits.ipSendsPerHour),
         ])
         badCodeLimiter = ClientLimiter(rules: [.init(capacity: limits.ipBadCodesPerMinute, perMinute: limits.ipBadCodesPerMinute)])
+        signUpLimiter = ClientLimiter(rules: [.init(capacity: limits.ipSignUpsPerHour, perHour: limits.ipSignUpsPerHour)])
+        // N failures in a row, then one more every quarter of an hour.
+        accountFailures = ClientLimiter(
+            rules: [.init(capacity: limits.signInFailuresPerAccount, perHour: 4)], keyed: .verbatim)
+        clientFailures = ClientLimiter(rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)])
     }
 
     /// The keys that sign and verify ID tokens, from `tokens.keyFile` (created with a fresh key when absent).

@@ -28,6 +28,11 @@ import Testing
         // Garbage in the header stops the walk at the last readable hop.
         #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: ["nonsense"], trusted: proxies) == "10.0.0.2")
         #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: [], trusted: proxies) == "10.0.0.2")
+        // Hops some proxies write with a port, or IPv6 in brackets.
+        #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: ["198.51.100.1:5678"], trusted: proxies) == "198.51.100.1")
+        #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: ["[2001:db8::1]:443"], trusted: proxies) == "2001:db8::1")
+        #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: ["[2001:db8::1]"], trusted: proxies) == "2001:db8::1")
+        #expect(IPNetwork.client(peer: "10.0.0.2", forwardedFor: ["2001:db8::1"], trusted: proxies) == "2001:db8::1")
     }
 
     @Test func theLedgerKeepsNetworksNotAddresses() {

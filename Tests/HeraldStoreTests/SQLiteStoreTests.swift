@@ -90,7 +90,7 @@ import Testing
         #expect(try store.abuseCounts(since: .distantPast).count == 1)
     }
 
-    @Test func concurrentRedemptionsRecordOneRedeemedAndTheRestRejected() async throws {
+    @Test func concurrentRedemptionsRecordOneRedeemedAndTheFirstRejections() async throws {
         let code = try Fixture.mint(.resetPassword, in: store)
         let store = self.store
         await withTaskGroup(of: Void.self) { group in
@@ -100,7 +100,8 @@ import Testing
         }
         let kinds = try store.read { db in try String.fetchAll(db, sql: "SELECT kind FROM link_events ORDER BY id") }
         #expect(kinds.filter { $0 == "redeemed" }.count == 1)
-        #expect(kinds.filter { $0 == "rejected" }.count == 49)
+        // 49 were rejected; a code keeps its first 20 clicks and rejections as rows (a bound on the ledger).
+        #expect(kinds.filter { $0 == "rejected" }.count == 20)
     }
 
     @Test func unreadableRowIsFailedInsteadOfBlockingTheQueue() throws {

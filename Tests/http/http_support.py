@@ -63,7 +63,7 @@ BASE_OVERRIDES: dict = {
     "worker": {"pollInterval": "100ms"},
     # Every test client is 127.0.0.1: the abuse limits are off unless a test turns them on (test_abuse.py).
     "limits": {"ipSendsPerMinute": 0, "ipSendsPerHour": 0, "ipBadCodesPerMinute": 0, "accountSendsPerHour": 0,
-               "projectSendsPerHour": 0},
+               "projectSendsPerHour": 0, "ipSignUpsPerHour": 0, "signInFailuresPerAccount": 0, "ipSignInFailuresPerHour": 0},
 }
 
 def write_serve_config(cwd: Path, capture, settings: dict) -> Path:

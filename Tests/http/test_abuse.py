@@ -18,7 +18,8 @@ from http_support import API_KEY, CONTINUE, assert_error, code_of, ok, unique_em
 
 PASSWORD = "abuse-password-1"
 ON = {"ipSendsPerMinute": 20, "ipBurst": 20, "ipSendsPerHour": 500, "ipBadCodesPerMinute": 60,
-      "accountSendsPerHour": 10, "projectSendsPerHour": 10000}
+      "accountSendsPerHour": 10, "projectSendsPerHour": 10000, "ipSignUpsPerHour": 100, "signInFailuresPerAccount": 10,
+      "ipSignInFailuresPerHour": 100}
 
 
 def limits(**changes) -> dict:
@@ -98,10 +99,16 @@ def test_a_burst_from_one_client_is_refused_and_a_forged_forwarded_for_does_not_
     # Admin callers are exempt.
     ok(srv.admin("accounts:sendOobCode", {"requestType": "EMAIL_SIGNIN", "email": unique_email("admin"),
                                            "continueUrl": CONTINUE, "canHandleCodeInApp": True}))
-    # The refusals reach the ledger (within a second), keyed by network, never the raw address.
+    # The refusals reach the ledger (within a second, with no later request to carry them), keyed by
+    # network, never the raw address.
     time.sleep(1.2)
     assert_error(sign_in_link(srv, unique_email("late")), "TOO_MANY_ATTEMPTS_TRY_LATER")
-    counted = query(srv.db_path, "SELECT key, count FROM abuse_counts WHERE counter = 'ip'")
+    deadline = time.monotonic() + 5
+    while True:
+        counted = query(srv.db_path, "SELECT key, count FROM abuse_counts WHERE counter = 'ip'")
+        if counted == [{"key": "127.0.0.0/24", "count": 5}] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert counted == [{"key": "127.0.0.0/24", "count": 5}], counted
     shown = cli(srv, "throttles")
     assert shown.returncode == 0, shown.stderr
@@ -247,3 +254,49 @@ def test_direct_email_changes_count_against_the_account_quota(server):
     assert_error(refused, "TOO_MANY_ATTEMPTS_TRY_LATER")
     # The refused change changed nothing: the account still has the address of the third change.
     assert srv.admin_user(victim) is not None
+
+
+# --------------------------------------------------------------------------- password guessing and sign-ups
+def sign_in(srv, email: str, password: str) -> requests.Response:
+    return srv.post("accounts:signInWithPassword", {"email": email, "password": password, "returnSecureToken": True})
+
+
+def test_password_guessing_locks_the_address_for_a_while_and_reveals_nothing(server):
+    srv = server(**limits(signInFailuresPerAccount=3))
+    email = unique_email("guess")
+    srv.sign_up(email, PASSWORD)
+    for _ in range(3):
+        assert_error(sign_in(srv, email, "wrong-guess-1"), "INVALID_LOGIN_CREDENTIALS")
+    # Now even the right password is refused, without being checked.
+    assert_error(sign_in(srv, email, PASSWORD), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # An address without an account behaves the same: the lock tells nothing about who is registered.
+    nobody = unique_email("guess-nobody")
+    for _ in range(3):
+        assert_error(sign_in(srv, nobody, "wrong-guess-1"), "INVALID_LOGIN_CREDENTIALS")
+    assert_error(sign_in(srv, nobody, "wrong-guess-1"), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Other accounts are not affected, and the refusals show in the ledger.
+    other = unique_email("guess-other")
+    srv.sign_up(other, PASSWORD)
+    ok(sign_in(srv, other, PASSWORD))
+    deadline = time.monotonic() + 5
+    while not query(srv.db_path, "SELECT count FROM abuse_counts WHERE counter = 'signin-account'"):
+        assert time.monotonic() < deadline, "refused sign-ins never reached abuse_counts"
+        time.sleep(0.2)
+    counts = query(srv.db_path, "SELECT key, count FROM abuse_counts WHERE counter = 'signin-account'")
+    assert sum(c["count"] for c in counts) == 2 and all("@" not in c["key"] for c in counts), counts
+
+
+def test_password_guessing_across_accounts_is_limited_per_client(server):
+    srv = server(**limits(signInFailuresPerAccount=0, ipSignInFailuresPerHour=5))
+    for i in range(5):
+        assert_error(sign_in(srv, unique_email(f"spray-{i}"), "wrong-guess-1"), "INVALID_LOGIN_CREDENTIALS")
+    assert_error(sign_in(srv, unique_email("spray-next"), "wrong-guess-1"), "TOO_MANY_ATTEMPTS_TRY_LATER")
+
+
+def test_sign_ups_are_limited_per_client_and_admins_are_exempt(server):
+    srv = server(**limits(ipSignUpsPerHour=3))
+    for i in range(3):
+        srv.sign_up(unique_email(f"signup-{i}"), PASSWORD)
+    refused = srv.post("accounts:signUp", {"email": unique_email("signup-more"), "password": PASSWORD})
+    assert_error(refused, "TOO_MANY_ATTEMPTS_TRY_LATER")
+    ok(srv.admin("accounts", {"email": unique_email("signup-admin"), "password": PASSWORD}))

@@ -9,7 +9,13 @@ extension Actions {
     ///
     /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INSUFFICIENT_PERMISSION`, `WEAK_PASSWORD`, `EMAIL_EXISTS`,
     ///   `INVALID_EMAIL`, `DUPLICATE_LOCAL_ID`.
-    public func signUp(_ request: SignUpRequest, as caller: Caller, now: Date = Date()) async throws -> SignUpResult {
+    public func signUp(_ request: SignUpRequest, as caller: Caller, clientIP: String? = nil, now: Date = Date()) async throws
+        -> SignUpResult
+    {
+        if caller == .app, let ip = clientIP, !signUpLimiter.take(ip, now: now) {
+            let refusal = LimitRefusal(counter: "signup-ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, ""))
+            throw try await offload { self.refused(refusal, now: now) }
+        }
         let account = try await offload { try self.createAccount(request, as: caller, now: now) }
         guard caller == .app else { return SignUpResult(account: account, session: nil) }
         return SignUpResult(account: account, session: try await session(for: account, now: now))
@@ -41,10 +47,45 @@ extension Actions {
     ///
     /// - Throws: `MISSING_EMAIL`, `MISSING_PASSWORD`, `INVALID_LOGIN_CREDENTIALS` (with enumeration
     ///   protection) or `EMAIL_NOT_FOUND` / `INVALID_PASSWORD`, `USER_DISABLED`.
-    public func signInWithPassword(email: String?, password: String?, now: Date = Date()) async throws -> Session {
-        let account = try await offload { try self.checkPassword(email: email, password: password, now: now) }
+    ///
+    /// Password guessing is limited: after `limits.signInFailuresPerAccount` failures for one address (known or
+    /// not, so the limit reveals nothing), or `limits.ipSignInFailuresPerHour` from one client, sign-ins answer
+    /// `TOO_MANY_ATTEMPTS_TRY_LATER` without checking the password, as Firebase does.
+    public func signInWithPassword(email: String?, password: String?, clientIP: String? = nil, now: Date = Date()) async throws
+        -> Session
+    {
+        let account = try await offload {
+            try self.guardingGuesses(email: email, clientIP: clientIP, now: now) {
+                try self.checkPassword(email: email, password: password, now: now)
+            }
+        }
         return try await session(for: account, now: now)
     }
+
+    /// Runs a password check unless the address or the client has failed too often; counts its failures.
+    private func guardingGuesses<T>(email: String?, clientIP: String?, now: Date, _ check: () throws -> T) throws -> T {
+        let address = email?.lowercased() ?? ""
+        if !address.isEmpty, !accountFailures.allows(address, now: now) {
+            let key = String(ActionCode.hash(address).prefix(8).map { String(format: "%02x", $0) }.joined())
+            throw refused(LimitRefusal(counter: "signin-account", key: key, error: Self.lockedOut), now: now)
+        }
+        if let ip = clientIP, !clientFailures.allows(ip, now: now) {
+            throw refused(LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)
+        }
+        do {
+            return try check()
+        } catch let error as HeraldError where [.invalidLoginCredentials, .invalidPassword, .emailNotFound].contains(error.code) {
+            if !address.isEmpty { _ = accountFailures.take(address, now: now) }
+            if let ip = clientIP { _ = clientFailures.take(ip, now: now) }
+            throw error
+        }
+    }
+
+    /// Firebase's answer once an account has seen too many failed sign-ins.
+    static let lockedOut = HeraldError(
+        .tooManyAttempts,
+        "Access to this account has been temporarily disabled due to many failed login attempts. You can immediately "
+            + "restore it by resetting your password or you can try again later.")
 
     /// The account whose email and password these are (see `signInWithPassword`), with its login recorded.
     func checkPassword(email: String?, password: String?, now: Date) throws -> Account {

@@ -29,10 +29,22 @@ final class AbuseTally: Sendable {
             state.counts[entry, default: 0] += 1
             guard now.timeIntervalSince(state.writtenAt) >= 1 else { return nil }
             state.writtenAt = now
-            defer { state.counts = [:] }
-            return state.counts.map { key, count in
-                AbuseCount(counter: key.counter, key: key.key, hour: Date(timeIntervalSince1970: Double(key.hour) * 3600), count: count)
-            }
+            return Self.take(&state)
+        }
+    }
+
+    /// Everything counted and not yet written (`herald serve` writes it every second and at shutdown).
+    func drain(now: Date) -> [AbuseCount] {
+        state.withLock { state in
+            state.writtenAt = now
+            return Self.take(&state)
+        }
+    }
+
+    private static func take(_ state: inout State) -> [AbuseCount] {
+        defer { state.counts = [:] }
+        return state.counts.map { key, count in
+            AbuseCount(counter: key.counter, key: key.key, hour: Date(timeIntervalSince1970: Double(key.hour) * 3600), count: count)
         }
     }
 }

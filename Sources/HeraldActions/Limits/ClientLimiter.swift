@@ -2,7 +2,8 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// Token buckets per client network (IPv4 address, IPv6 /64), in this process's memory only.
+/// Token buckets per client network (IPv4 address, IPv6 /64) — or per any other key, such as an account's
+/// address (`keyed: .verbatim`) — in this process's memory only.
 ///
 /// Each rule is a bucket of `capacity` tokens refilled at `perSecond`; a request is admitted when every
 /// bucket holds a token, and then takes one from each. At most `maxClients` networks are tracked: past
@@ -33,14 +34,24 @@ public final class ClientLimiter: Sendable {
         var updated: Date
     }
 
+    /// What a limiter counts under.
+    public enum Keying: Sendable {
+        /// The client network of an address (IPv4 address, IPv6 /64); text that is no address is admitted.
+        case network
+        /// The text itself (e.g. a lower-cased email address).
+        case verbatim
+    }
+
     public let rules: [Rule]
     let maxClients: Int
-    private let clients = Mutex<[IPNetwork: Buckets]>([:])
+    let keying: Keying
+    private let clients = Mutex<[String: Buckets]>([:])
 
     /// Rules with a capacity or rate of 0 are off; with none left the limiter admits everyone.
-    public init(rules: [Rule], maxClients: Int = 100_000) {
+    public init(rules: [Rule], maxClients: Int = 100_000, keyed keying: Keying = .network) {
         self.rules = rules.filter { $0.capacity > 0 && $0.perSecond > 0 }
         self.maxClients = max(1, maxClients)
+        self.keying = keying
     }
 
     /// Takes a token from each of the client's buckets; false (and nothing taken) when one is empty.
@@ -58,7 +69,12 @@ public final class ClientLimiter: Sendable {
     public var trackedClients: Int { clients.withLock { $0.count } }
 
     private func admit(_ address: String, take: Bool, now: Date) -> Bool {
-        guard !rules.isEmpty, let network = IPNetwork.client(address) else { return true }
+        let key: String?
+        switch keying {
+        case .network: key = IPNetwork.client(address)?.description
+        case .verbatim: key = address
+        }
+        guard !rules.isEmpty, let network = key else { return true }
         return clients.withLock { clients in
             var buckets = clients[network].map { refilled($0, now: now) } ?? Buckets(tokens: rules.map(\.capacity), updated: now)
             guard buckets.tokens.allSatisfy({ $0 >= 1 }) else {
@@ -80,7 +96,7 @@ public final class ClientLimiter: Sendable {
     }
 
     /// Forgets clients whose buckets are full again (they would start full anyway), then the longest idle half.
-    private func evict(_ clients: inout [IPNetwork: Buckets], now: Date) {
+    private func evict(_ clients: inout [String: Buckets], now: Date) {
         clients = clients.filter { _, buckets in
             zip(refilled(buckets, now: now).tokens, rules).contains { $0 < $1.capacity }
         }

@@ -60,6 +60,18 @@ extension Actions {
         }
     }
 
+    /// Writes the refusals counted since the last write; `herald serve` calls it every second and at shutdown,
+    /// so `herald throttles` is never more than a second behind.
+    public func flushAbuseCounts(now: Date = Date()) {
+        let counts = tally.drain(now: now)
+        guard !counts.isEmpty else { return }
+        do {
+            try store.addAbuseCounts(counts)
+        } catch {
+            logger.warning("could not record refused requests", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Counts a refusal for the ledger (written at most once a second) and returns the error to answer with.
     func refused(_ refusal: LimitRefusal, now: Date) -> HeraldError {
         if let counts = tally.note(counter: refusal.counter, key: refusal.key, now: now) {

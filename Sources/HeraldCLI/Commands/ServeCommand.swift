@@ -37,7 +37,10 @@ struct ServeCommand: AsyncParsableCommand {
             let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
                 FileHandle.standardOutput.write(Data("READY http://\(host):\(port)\n".utf8))
             }
-            var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+            // Started first, so it stops last and writes the counts of the final second.
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+                .init(service: AbuseCountsService(actions: actions), serviceName: "abuse-counts")
+            ]
             if !noWorker {
                 let settings = SMTPSettings(configuration.smtp)
                 var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {

@@ -185,6 +185,11 @@ struct ConfigurationParser {
         c.limits.ipBadCodesPerMinute = try await number("limits.ipBadCodesPerMinute", c.limits.ipBadCodesPerMinute, in: 0...1_000_000)
         c.limits.accountSendsPerHour = try await number("limits.accountSendsPerHour", c.limits.accountSendsPerHour, in: 0...1_000_000)
         c.limits.projectSendsPerHour = try await number("limits.projectSendsPerHour", c.limits.projectSendsPerHour, in: 0...100_000_000)
+        c.limits.ipSignUpsPerHour = try await number("limits.ipSignUpsPerHour", c.limits.ipSignUpsPerHour, in: 0...1_000_000)
+        c.limits.signInFailuresPerAccount = try await number(
+            "limits.signInFailuresPerAccount", c.limits.signInFailuresPerAccount, in: 0...1_000_000)
+        c.limits.ipSignInFailuresPerHour = try await number(
+            "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
         if c.ledger.eventRetention > 0 && c.ledger.eventRetention < 86_400 {
             // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they

@@ -137,6 +137,12 @@ public struct HeraldConfiguration: Sendable {
         public var accountSendsPerHour = 10
         /// The project's app-initiated emails per hour, from the ledger (`QUOTA_EXCEEDED` beyond).
         public var projectSendsPerHour = 10_000
+        /// Per client address, accounts an app may create per hour (Firebase's 100).
+        public var ipSignUpsPerHour = 100
+        /// Failed password sign-ins to one address before it is refused (then one more each 15 minutes), in memory.
+        public var signInFailuresPerAccount = 10
+        /// Per client address, failed password sign-ins per hour (guessing across many accounts).
+        public var ipSignInFailuresPerHour = 100
         public init() {}
     }
 

@@ -72,7 +72,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     public static func client(peer: String?, forwardedFor: [String], trusted: [IPNetwork]) -> String? {
         guard let peer else { return nil }
         guard !trusted.isEmpty, trusted.contains(where: { $0.contains(peer) }) else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { Self.trimmed(String($0)) }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { Self.address(ofHop: Self.trimmed(String($0))) }
         var client = peer
         for hop in hops.reversed() {
             guard parse(hop) != nil else { return client }  // garbage: stop at the last hop we could read
@@ -93,6 +93,17 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         let bytes = withUnsafeBytes(of: &v6) { Array($0) }
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff { return Array(bytes[12...]) }
         return bytes
+    }
+
+    /// The address of one `X-Forwarded-For` hop, which some proxies write with a port: `1.2.3.4:5678`,
+    /// `[2001:db8::1]:443` or `[2001:db8::1]`.
+    static func address(ofHop hop: String) -> String {
+        if hop.hasPrefix("["), let close = hop.firstIndex(of: "]") {
+            return String(hop[hop.index(after: hop.startIndex)..<close])
+        }
+        let parts = hop.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count == 2, parts[0].contains("."), parts[1].allSatisfy(\.isNumber) { return String(parts[0]) }
+        return hop
     }
 
     private static func trimmed(_ text: String) -> String {

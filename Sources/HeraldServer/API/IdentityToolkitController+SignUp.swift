@@ -20,7 +20,7 @@ extension IdentityToolkitController {
             guard let session = update.session else { throw FirebaseError.internalError }  // returnSecureToken always signs in
             return SessionReply(kind: SignUpBody.kind, session, displayName: update.account.displayName)
         }
-        let result = try await actions.signUp(signUp, as: .app)
+        let result = try await actions.signUp(signUp, as: .app, clientIP: context.clientIP)
         guard let session = result.session else { throw FirebaseError.internalError }  // an app sign-up always signs in
         return SessionReply(kind: SignUpBody.kind, session, displayName: result.account.displayName)
     }
@@ -45,7 +45,7 @@ extension IdentityToolkitController {
     @Sendable func signInWithPassword(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignInWithPasswordBody.self, context: context)
         let actions = actions
-        let session = try await actions.signInWithPassword(email: body.email, password: body.password)
+        let session = try await actions.signInWithPassword(email: body.email, password: body.password, clientIP: context.clientIP)
         return SessionReply(kind: "identitytoolkit#VerifyPasswordResponse", session, registered: true)
     }
 
