@@ -41,6 +41,8 @@ public final class Actions: Sendable {
     /// (`limits.ipSignInFailuresPerHour`): password guessing.
     let accountFailures: ClientLimiter
     let clientFailures: ClientLimiter
+    /// Recent latencies of real app sends, which silent answers match.
+    let latencies = LatencyMatcher()
     /// Refused requests on their way to the ledger's `abuse_counts`.
     let tally = AbuseTally()
 

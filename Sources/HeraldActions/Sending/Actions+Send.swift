@@ -12,6 +12,7 @@ extension Actions {
     /// `USER_NOT_FOUND`, `EMAIL_EXISTS`); app callers under enumeration protection get a silent success.
     /// - Throws: `HeraldError` with Firebase's codes.
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) throws -> SendResult {
+        let started = ContinuousClock.now
         guard request.kind.isRequestable else {
             throw HeraldError(.invalidRequestType, "\(request.kind.requestType) is sent by Herald after an email change")
         }
@@ -30,6 +31,7 @@ extension Actions {
             guard caller == .app, configuration.server.enumerationProtection, !request.returnLink else { throw refusal }
             // As durable, as throttled and as counted as a real send, so neither the time nor the limits tell them apart.
             try limited(now: now) { try store.recordSuppressed(action, reason: refusal.code, throttle: throttle, quota: quota, now: now) }
+            latencies.pad(since: started)
             return SendResult(email: email, delivery: .silent)
         }
         if request.returnLink || configuration.server.emulatorMode {
@@ -39,6 +41,7 @@ extension Actions {
         let id = try limited(now: now) {
             try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
         }
+        if caller == .app { latencies.record(since: started) }
         return SendResult(email: email, delivery: .queued(outboxID: id))
     }
 
