@@ -40,7 +40,7 @@ for sub in ("Tests/support", "Tests/integration"):
 from smtp_server import CaptureServer  # noqa: E402
 from helpers import (  # noqa: E402  (the integration suite's config shape and ledger helpers)
     WriteLock, duplicates_by_crash, fill_filesystem, free_bytes, herald_env, integrity_check, query, unmount, write_config,
-    write_recipients,
+    wait_until, write_recipients,
 )
 
 UNAVAILABLE = "ledger unavailable"
@@ -139,15 +139,11 @@ def queue_bulk(herald: Herald, config: Path, tmp: Path, prefix: str, count: int)
 
 # --------------------------------------------------------------------------- measuring
 def poll(predicate: Callable, timeout: float, interval: float = 0.05):
-    """predicate() until truthy; its value, or None after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(interval)
+    """predicate() until truthy; its value, or None after `timeout` s (the suite's wait_until, which raises)."""
+    try:
+        return wait_until(predicate, timeout, "a scenario's condition", interval)
+    except AssertionError:
+        return None
 
 
 def hold(seconds: float, worker: Worker) -> Optional[float]:

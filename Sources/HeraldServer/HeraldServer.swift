@@ -44,7 +44,8 @@ public enum HeraldServer {
         let responder = CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains)
         return Application(
             responder: responder,
-            server: .guardedHTTP1(FrontDoorLimits(server, trustedProxies: configuration.limits.trustedProxies)),
+            server: .guardedHTTP1(
+                server, trustedProxies: configuration.limits.trustedProxies, descriptors: FileDescriptorLimit.raiseToHard()),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: "Herald"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? server.port) },
             logger: logger)

@@ -66,8 +66,8 @@ extension Actions {
     private func guardingGuesses<T>(email: String?, clientIP: String?, now: Date, _ check: () throws -> T) throws -> T {
         let address = email?.lowercased() ?? ""
         if !address.isEmpty, !accountFailures.allows(address, now: now) {
-            let key = String(ActionCode.hash(address).prefix(8).map { String(format: "%02x", $0) }.joined())
-            throw refused(LimitRefusal(counter: "signin-account", key: key, error: Self.lockedOut), now: now)
+            throw refused(
+                LimitRefusal(counter: "signin-account", key: EmailAddress.ledgerKey(address), error: Self.lockedOut), now: now)
         }
         if let ip = clientIP, !clientFailures.allows(ip, now: now) {
             throw refused(LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)

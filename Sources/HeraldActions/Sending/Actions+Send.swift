@@ -49,8 +49,7 @@ extension Actions {
     /// account, else the account the address names, keyed by a hash of the address so both paths do the same).
     private func sendQuota(for target: Target) -> SendQuota {
         let limits = configuration.limits
-        let digest = SHA256.hash(data: Data(target.email.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
-        let key = target.accountUID ?? "address:" + digest
+        let key = target.accountUID ?? "address:" + EmailAddress.ledgerKey(target.email)
         return SendQuota(projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: key)
     }
 

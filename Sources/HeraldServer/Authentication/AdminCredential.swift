@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 import HeraldCore
 import Hummingbird
 
@@ -23,11 +22,6 @@ struct AdminCredential: Sendable {
         }
         let presented = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         if !token.isEmpty, Secret.equal(presented, token) { return true }
-        return allowsEmulatorOwner && presented.lowercased() == "owner" && context.isLoopback && !Self.isProxied(request)
-    }
-
-    /// A request a proxy forwarded: whatever its peer, it did not come from this host's Admin SDK.
-    static func isProxied(_ request: Request) -> Bool {
-        request.headers[HTTPField.Name("X-Forwarded-For")!] != nil || request.headers[HTTPField.Name("Forwarded")!] != nil
+        return allowsEmulatorOwner && presented.lowercased() == "owner" && context.isLocal(request)
     }
 }

@@ -73,9 +73,6 @@ final class ConnectionAdmission: Sendable {
         }
     }
 
-    /// Connections open now, in all.
-    var open: Int { counts.withLockedValue { $0.total } }
-
     /// The key a peer is counted under: its IPv4 address, or its IPv6 /64.
     static func client(of peer: SocketAddress) -> String? {
         peer.ipAddress.flatMap(IPNetwork.client)?.description

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -164,22 +165,18 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Answers `status` with a small JSON error, `Connection: close`, and closes.
-    func answerAndClose(
-        _ status: HTTPResponse.Status, message: String, retryAfter: Int? = nil, linger: TimeAmount = ConnectionGuard.lingerTimeout
-    ) {
+    /// Answers `error` in Firebase's envelope with `Connection: close`, and closes.
+    func answerAndClose(_ error: FirebaseError, retryAfter: Int? = nil, linger: TimeAmount = ConnectionGuard.lingerTimeout) {
         guard let context, phase != .closing else { return }
-        phase = .closing
         // The whole exchange ends within `linger`, even when the client reads nothing and the write never completes.
-        deadline?.cancel()
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: linger) { [self] in
-            self.context?.close(promise: nil)
-        }
-        let body = #"{"error":{"code":\#(status.code),"message":"\#(message)","status":"\#(Self.statusName(status))"}}"#
+        beginClosing(context, within: linger)
+        let body = (try? FirebaseJSONEncoder.json(FirebaseError.Envelope(error))) ?? Data()
+        let status = error.status
         var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=UTF-8\r\n"
-        head += "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n"
+        head += "Content-Length: \(body.count)\r\nConnection: close\r\n"
         if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
-        let buffer = context.channel.allocator.buffer(string: head + "\r\n" + body)
+        var buffer = context.channel.allocator.buffer(string: head + "\r\n")
+        buffer.writeBytes(body)
         // Half-close after the answer, then drop what the client still sends for a moment: closing at once
         // could reset the connection before the client reads the answer.
         context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] _ in
@@ -192,12 +189,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Drops what the client still sends until it closes, or `lingerTimeout` passes.
     private func linger(_ context: ChannelHandlerContext) {
         guard context.channel.isActive, phase != .closing else { return }
+        beginClosing(context, within: Self.lingerTimeout)
+        context.read()
+    }
+
+    /// The connection is closing: what arrives is dropped, and it closes fully within `time` at the latest.
+    private func beginClosing(_ context: ChannelHandlerContext, within time: TimeAmount) {
         phase = .closing
         deadline?.cancel()
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerTimeout) { [self] in
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: time) { [self] in
             self.context?.close(promise: nil)
         }
-        context.read()
     }
 
     /// Closes without an answer.
@@ -212,11 +214,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         // A refused connection holds its descriptor only briefly: a flood of them cannot exhaust descriptors.
         case .full?:
             answerAndClose(
-                .serviceUnavailable, message: "UNAVAILABLE : too many connections", retryAfter: 1, linger: Self.refusalLinger)
+                FirebaseError(
+                    status: .serviceUnavailable, message: "UNAVAILABLE : too many connections", reason: "backendError",
+                    statusName: "UNAVAILABLE"),
+                retryAfter: 1, linger: Self.refusalLinger)
         case .clientFull?:
             answerAndClose(
-                .tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many connections from this client", retryAfter: 1,
-                linger: Self.refusalLinger)
+                FirebaseError(
+                    status: .tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many connections from this client",
+                    reason: "rateLimitExceeded", statusName: "RESOURCE_EXHAUSTED"),
+                retryAfter: 1, linger: Self.refusalLinger)
         case nil:
             if deadline == nil, phase == .idle { enter(.idle, after: timeouts.idle) }
         }
@@ -238,25 +245,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .idle:
             closeQuietly()
         case .head:
-            answerAndClose(.requestTimeout, message: "REQUEST_TIMEOUT : the request's head took too long")
+            answerAndClose(Self.timedOut("the request's head took too long"))
         case .body:
             if responding {
                 closeQuietly()
             } else {
-                answerAndClose(.requestTimeout, message: "REQUEST_TIMEOUT : the request's body took too long")
+                answerAndClose(Self.timedOut("the request's body took too long"))
             }
         case .handling, .closing:
             break
         }
     }
 
-    private static func statusName(_ status: HTTPResponse.Status) -> String {
-        switch status.code {
-        case 408: "DEADLINE_EXCEEDED"
-        case 429: "RESOURCE_EXHAUSTED"
-        case 501: "UNIMPLEMENTED"
-        default: "UNAVAILABLE"
-        }
+    private static func timedOut(_ detail: String) -> FirebaseError {
+        FirebaseError(status: .requestTimeout, message: "REQUEST_TIMEOUT : \(detail)", reason: "invalid", statusName: "DEADLINE_EXCEEDED")
     }
 }
 
@@ -285,7 +287,10 @@ final class RequestProgress: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             guard Self.served.contains(head.method) else {
                 refused = true
-                connection?.answerAndClose(.notImplemented, message: "METHOD_NOT_SUPPORTED : \(head.method.rawValue)")
+                connection?.answerAndClose(
+                    FirebaseError(
+                        status: .notImplemented, message: "METHOD_NOT_SUPPORTED : \(head.method.rawValue)", reason: "invalid",
+                        statusName: "UNIMPLEMENTED"))
                 return
             }
             connection?.headReceived()

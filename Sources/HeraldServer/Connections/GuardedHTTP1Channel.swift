@@ -12,17 +12,28 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let admission: ConnectionAdmission
     let timeouts: ConnectionGuard.Timeouts
 
-    init(responder: @escaping HTTPChannelHandler.Responder, limits: FrontDoorLimits) {
-        var configuration = HTTP1Channel.Configuration(
+    /// - Parameters:
+    ///   - server: `server.*`: the caps, deadlines and head limits.
+    ///   - trustedProxies: peers exempt from the per-client cap (`limits.trustedProxies`).
+    ///   - descriptors: the open-file limit in force; `server.maxConnections` 0 becomes 10,000, or this less 64
+    ///     (for the ledger and mail) if that is fewer.
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, server: HeraldConfiguration.Server, trustedProxies: [IPNetwork],
+        descriptors: Int
+    ) {
+        // No idle timeout of Hummingbird's own: `ConnectionGuard` keeps every deadline.
+        let configuration = HTTP1Channel.Configuration(
             additionalChannelHandlers: [RequestProgress()],
             httpDecoderConfiguration: .init(
-                maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes,
-                maxHeaderFieldCount: limits.maxHeaderCount))
-        configuration.idleTimeout = nil  // `ConnectionGuard` keeps every deadline
+                maxHeaderFieldSize: server.maxHeaderBytes, maxHeaderListSize: server.maxHeaderBytes,
+                maxHeaderFieldCount: server.maxHeaderCount))
         inner = HTTP1Channel(responder: responder, configuration: configuration)
+        let total = server.maxConnections > 0 ? server.maxConnections : max(64, min(10_000, descriptors - 64))
         admission = ConnectionAdmission(
-            limits: .init(total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, trustedProxies: limits.trustedProxies))
-        timeouts = .init(idle: .init(limits.idleTimeout), header: .init(limits.headerTimeout), body: .init(limits.bodyTimeout))
+            limits: .init(total: total, perClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies))
+        timeouts = .init(
+            idle: .init(.seconds(server.idleTimeout)), header: .init(.seconds(server.headerTimeout)),
+            body: .init(.seconds(server.bodyTimeout)))
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -49,33 +60,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     }
 }
 
-/// The front door's limits, from `server.*` (see README's security section).
-public struct FrontDoorLimits: Sendable {
-    public var maxConnections: Int
-    public var maxConnectionsPerClient: Int
-    public var trustedProxies: [IPNetwork]
-    public var idleTimeout: Duration
-    public var headerTimeout: Duration
-    public var bodyTimeout: Duration
-    public var maxHeaderBytes: Int
-    public var maxHeaderCount: Int
-}
-
 extension HTTPServerBuilder {
-    /// HTTP/1 behind Herald's front door.
-    static func guardedHTTP1(_ limits: FrontDoorLimits) -> HTTPServerBuilder {
-        .init { responder in GuardedHTTP1Channel(responder: responder, limits: limits) }
-    }
-}
-
-extension FrontDoorLimits {
-    /// The limits `server.*` sets; `maxConnections` 0 becomes 10,000, or fewer if the file-descriptor limit allows fewer.
-    init(_ server: HeraldConfiguration.Server, trustedProxies: [IPNetwork]) {
-        let descriptors = FileDescriptorLimit.raiseToHard()
-        self.init(
-            maxConnections: server.maxConnections > 0 ? server.maxConnections : max(64, min(10_000, descriptors - 64)),
-            maxConnectionsPerClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies,
-            idleTimeout: .seconds(server.idleTimeout), headerTimeout: .seconds(server.headerTimeout),
-            bodyTimeout: .seconds(server.bodyTimeout), maxHeaderBytes: server.maxHeaderBytes, maxHeaderCount: server.maxHeaderCount)
+    /// HTTP/1 behind Herald's front door (see `GuardedHTTP1Channel.init`).
+    static func guardedHTTP1(_ server: HeraldConfiguration.Server, trustedProxies: [IPNetwork], descriptors: Int) -> HTTPServerBuilder {
+        .init { responder in
+            GuardedHTTP1Channel(responder: responder, server: server, trustedProxies: trustedProxies, descriptors: descriptors)
+        }
     }
 }

@@ -9,13 +9,16 @@ struct UnroutedMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allowed = Self.allowedMethods(path: request.uri.path), !allowed.contains(request.method) else {
+            guard let allowed = KnownPaths.allowedMethods(path: request.uri.path), !allowed.contains(request.method) else {
                 throw FirebaseError.notFound
             }
             throw MethodNotAllowed(allowed: allowed)
         }
     }
+}
 
+/// The paths Herald serves, by family, for answering what no route takes.
+enum KnownPaths {
     /// The methods a path family serves, or nil for a path Herald does not know.
     static func allowedMethods(path: String) -> [HTTPRequest.Method]? {
         let path = path.hasPrefix("/") ? String(path.dropFirst()) : path
@@ -25,10 +28,16 @@ struct UnroutedMiddleware<Context: RequestContext>: RouterMiddleware {
         {
             return [.get, .head]
         }
-        let apiFamilies = ["v1/", "identitytoolkit.googleapis.com/", "identitytoolkit/", "www.googleapis.com/", "securetoken.googleapis.com/"]
-        if apiFamilies.contains(where: path.hasPrefix) { return [.post] }
+        if apiRoots.contains(where: path.hasPrefix) { return [.post] }
         return nil
     }
+
+    /// The first segments of every POST-only API path family, from the controllers' own route tables
+    /// (`v1/`, `identitytoolkit.googleapis.com/`, `www.googleapis.com/`, `identitytoolkit/`, `securetoken.googleapis.com/`).
+    static let apiRoots: Set<String> = {
+        let families = IdentityToolkitController.pathFamilies + IdentityToolkitController.legacyFamilies + SecureTokenController.paths
+        return Set(families.compactMap { $0.components.first.map { "\($0)/" } })
+    }()
 }
 
 /// `405` in Firebase's envelope, naming the methods the path serves.

@@ -26,9 +26,11 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
 
     var remoteIP: String? { remoteAddress?.ipAddress }
 
-    var isLoopback: Bool {
-        guard let ip = remoteIP else { return false }
-        return ip == "::1" || ip.hasPrefix("127.") || ip.hasPrefix("::ffff:127.")
+    /// Whether `request` comes from a program on this host: a loopback peer, and not a reverse proxy on this
+    /// host forwarding someone else's request (`X-Forwarded-For` or `Forwarded`).
+    func isLocal(_ request: Request) -> Bool {
+        guard let ip = remoteIP, ip == "::1" || ip.hasPrefix("127.") || ip.hasPrefix("::ffff:127.") else { return false }
+        return request.headers[.init("X-Forwarded-For")!] == nil && request.headers[.init("Forwarded")!] == nil
     }
 
     /// Who is using a link, as the ledger records it.

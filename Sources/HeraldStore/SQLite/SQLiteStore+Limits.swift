@@ -31,7 +31,7 @@ extension SQLiteStore {
         let row = try Row.fetchOne(db, sql: sql, arguments: arguments)!
         let coolingDown = (row["latest"] as Int64?).map { at - $0 < Int64(throttle.cooldown * 1000) } ?? false
         if coolingDown || (row["sent"] as Int) >= throttle.dailyCap {
-            throw LimitRefusal(counter: "recipient", key: Self.addressHash(key), error: HeraldError(.tooManyAttempts, ""))
+            throw LimitRefusal(counter: "recipient", key: EmailAddress.ledgerKey(key), error: HeraldError(.tooManyAttempts, ""))
         }
     }
 
@@ -56,11 +56,6 @@ extension SQLiteStore {
                     """
             ).execute(arguments: [scope, key, hour])
         }
-    }
-
-    /// How the ledger names an address it counts but need not show: the first 16 hex digits of its SHA-256.
-    static func addressHash(_ address: String) -> String {
-        String(ActionCode.hash(address).prefix(8).map { String(format: "%02x", $0) }.joined())
     }
 
     public func chargeQuota(_ quota: SendQuota, now: Date) throws {
