@@ -128,6 +128,8 @@ let package = Package(
             dependencies: [
                 "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: swiftSettings
         ),

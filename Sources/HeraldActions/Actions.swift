@@ -43,6 +43,8 @@ public final class Actions: Sendable {
     let clientFailures: ClientLimiter
     /// Recent latencies of real app sends, which silent answers match.
     let latencies = LatencyMatcher()
+    /// The OIDC providers' signing keys.
+    let jwks = JWKSCache()
     /// Refused requests on their way to the ledger's `abuse_counts`.
     let tally = AbuseTally()
 

@@ -70,3 +70,36 @@ def server(herald_bin: Path, tmp_path: Path):
         capture.stop()
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
+
+
+# --------------------------------------------------------------------------- identity-provider peers (#11)
+from idp_peers import OAuth1Provider, OIDCIssuer  # noqa: E402
+
+
+@pytest.fixture
+def oidc_issuer():
+    """A started OIDCIssuer (idp_peers.py) on 127.0.0.1:<free port>, stopped after the test."""
+    with OIDCIssuer() as issuer:
+        yield issuer
+
+
+@pytest.fixture
+def oidc_issuer_factory():
+    """Factory for more issuers (e.g. a second provider): oidc_issuer_factory(client_id=...) -> started OIDCIssuer."""
+    issuers: list = []
+
+    def make(**kwargs) -> OIDCIssuer:
+        issuer = OIDCIssuer(**kwargs).start()
+        issuers.append(issuer)
+        return issuer
+
+    yield make
+    for issuer in issuers:
+        issuer.stop()
+
+
+@pytest.fixture
+def oauth1_provider():
+    """A started OAuth1Provider (Twitter's verify_credentials, idp_peers.py), stopped after the test."""
+    with OAuth1Provider() as provider:
+        yield provider

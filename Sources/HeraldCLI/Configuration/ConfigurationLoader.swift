@@ -21,13 +21,17 @@ public enum ConfigurationLoader {
         } catch {
             throw HeraldError(.invalidConfiguration, "cannot read config file \(path): \(Self.oneLine(error))")
         }
-        let secrets: Set<String> = ["HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET"]
+        let secrets: Set<String> = [
+            "HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET",
+            "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET",
+        ]
         let env = EnvironmentVariablesProvider(
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
-        let parser = ConfigurationParser(reader: ConfigReader(providers: [env, file]))
+        let keys = try fileKeys(path)
+        let parser = ConfigurationParser(reader: ConfigReader(providers: [env, file]), oidcNames: ConfigurationParser.oidcNames(in: keys))
         let configuration = try await parser.parse()
-        try parser.rejectUnknownKeys(try fileKeys(path))
+        try parser.rejectUnknownKeys(keys)
         return configuration
     }
 
@@ -61,6 +65,18 @@ public enum ConfigurationLoader {
 struct ConfigurationParser {
     let reader: ConfigReader
     let asked = AskedKeys()
+    /// The `<name>`s of the file's `providers.oidc.<name>` sections.
+    var oidcNames: [String] = []
+
+    /// The names under `providers.oidc` among a file's keys.
+    static func oidcNames(in keys: [String]) -> [String] {
+        Set(
+            keys.compactMap { key -> String? in
+                let parts = key.split(separator: ".")
+                return parts.count == 4 && parts[0] == "providers" && parts[1] == "oidc" ? String(parts[2]) : nil
+            }
+        ).sorted()
+    }
 
     func parse() async throws -> HeraldConfiguration {
         var c = HeraldConfiguration()
@@ -191,6 +207,7 @@ struct ConfigurationParser {
         c.limits.ipSignInFailuresPerHour = try await number(
             "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
+        c.providers = try await providers()
         if c.ledger.eventRetention > 0 && c.ledger.eventRetention < 86_400 {
             // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they
             // stand beside would let the cap tell registered addresses from unknown ones.
@@ -201,6 +218,62 @@ struct ConfigurationParser {
 
     /// The camelCase key of an action in the config file (`signIn`, `verifyEmail`, …).
     static func key(_ kind: ActionKind) -> String { kind.mode }
+
+    /// `providers.google`, `providers.apple`, `providers.oidc.<name>` and `providers.twitter`; a provider is on
+    /// when its section names a client id (a consumer key for Twitter).
+    private func providers() async throws -> HeraldConfiguration.Providers {
+        var providers = HeraldConfiguration.Providers()
+        let known = [
+            ("google", "google.com", "https://accounts.google.com", "https://www.googleapis.com/oauth2/v3/certs", true),
+            ("apple", "apple.com", "https://appleid.apple.com", "https://appleid.apple.com/auth/keys", true),
+        ]
+        for (section, id, issuer, jwks, trusted) in known {
+            if let provider = try await oidc("providers.\(section)", id: id, issuer: issuer, jwksURL: jwks, trusted: trusted) {
+                providers.oidc.append(provider)
+            }
+        }
+        for name in oidcNames {
+            guard name.range(of: "^[a-z0-9][a-z0-9-]{0,62}$", options: .regularExpression) != nil else {
+                throw problem("providers.oidc.\(name)", "expected a name of lower-case letters, digits and hyphens")
+            }
+            let prefix = "providers.oidc.\(name)"
+            guard let provider = try await oidc(prefix, id: "oidc.\(name)", issuer: nil, jwksURL: nil, trusted: false) else {
+                throw problem("\(prefix).clientId", "is required")
+            }
+            providers.oidc.append(provider)
+        }
+        let consumerKey = try await text("providers.twitter.consumerKey", "") { _ in nil }
+        let consumerSecret = try await text("providers.twitter.consumerSecret", "", secret: true) { _ in nil }
+        let apiBase = try await text("providers.twitter.apiBaseUrl", "https://api.twitter.com") { Self.httpURLProblem($0) }
+        let twitterTrusted = try await flag("providers.twitter.trusted", false)
+        if !consumerKey.isEmpty {
+            guard !consumerSecret.isEmpty else {
+                throw problem("providers.twitter.consumerSecret", "is required with a consumer key (set HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET)")
+            }
+            providers.twitter = .init(consumerKey: consumerKey, consumerSecret: consumerSecret, apiBaseURL: apiBase, trusted: twitterTrusted)
+        }
+        return providers
+    }
+
+    /// One OIDC provider's section, or nil when it names no client id.
+    private func oidc(_ prefix: String, id: String, issuer: String?, jwksURL: String?, trusted: Bool) async throws
+        -> HeraldConfiguration.Providers.OIDC?
+    {
+        let clientID = try await text("\(prefix).clientId", "") { _ in nil }
+        let issuer = try await text("\(prefix).issuer", issuer ?? "") { $0.isEmpty && !clientID.isEmpty ? "is required" : nil }
+        let url = try await text("\(prefix).jwksUrl", jwksURL ?? "") { $0.isEmpty ? nil : Self.httpURLProblem($0) }
+        let file = try await text("\(prefix).jwksFile", "") { _ in nil }
+        let trusted = try await flag("\(prefix).trusted", trusted)
+        guard !clientID.isEmpty else { return nil }
+        guard !url.isEmpty || !file.isEmpty else { throw problem("\(prefix).jwksUrl", "is required (or jwksFile)") }
+        return .init(id: id, issuer: issuer, clientID: clientID, jwksURL: file.isEmpty ? url : "", jwksFile: file, trusted: trusted)
+    }
+
+    private static func httpURLProblem(_ value: String) -> String? {
+        guard let url = URLComponents(string: value), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false
+        else { return "expected an http(s) URL, got '\(value)'" }
+        return nil
+    }
 
     private func problem(_ key: String, _ message: String) -> HeraldError {
         HeraldError(.invalidConfiguration, "\(key): \(message)")

@@ -16,6 +16,7 @@ public struct HeraldConfiguration: Sendable {
     public var tokens = Tokens()
     public var limits = Limits()
     public var ledger = Ledger()
+    public var providers = Providers()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -147,6 +148,58 @@ public struct HeraldConfiguration: Sendable {
     }
 
     /// What the ledger keeps, and for how long.
+    /// Identity providers for `accounts:signInWithIdp` (`providers:` in the file).
+    public struct Providers: Sendable {
+        /// An OpenID Connect provider: Google (`providers.google`), Apple (`providers.apple`) or `oidc.<name>`
+        /// (`providers.oidc.<name>`).
+        public struct OIDC: Sendable, Hashable {
+            /// `google.com`, `apple.com`, `oidc.<name>`.
+            public var id: String
+            /// The ID tokens' `iss`.
+            public var issuer: String
+            /// The app's client id: the ID tokens' `aud`.
+            public var clientID: String
+            /// Where the signing keys are served (fetched with libcurl, cached), or read from `jwksFile`.
+            public var jwksURL: String
+            public var jwksFile: String
+            /// Whether a verified email from this provider proves the address (it may then take over an
+            /// unverified account with that email, as Firebase lets Google do).
+            public var trusted: Bool
+
+            public init(id: String, issuer: String, clientID: String, jwksURL: String = "", jwksFile: String = "", trusted: Bool) {
+                self.id = id
+                self.issuer = issuer
+                self.clientID = clientID
+                self.jwksURL = jwksURL
+                self.jwksFile = jwksFile
+                self.trusted = trusted
+            }
+        }
+
+        /// Twitter (OAuth 1.0a): the access token and secret are checked by calling `verify_credentials`.
+        public struct Twitter: Sendable, Hashable {
+            public var consumerKey: String
+            /// From `HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET`; never logged.
+            public var consumerSecret: String
+            public var apiBaseURL: String
+            public var trusted: Bool
+
+            public init(consumerKey: String, consumerSecret: String, apiBaseURL: String = "https://api.twitter.com", trusted: Bool = false) {
+                self.consumerKey = consumerKey
+                self.consumerSecret = consumerSecret
+                self.apiBaseURL = apiBaseURL
+                self.trusted = trusted
+            }
+        }
+
+        public var oidc: [OIDC] = []
+        public var twitter: Twitter?
+        public init() {}
+
+        /// The OIDC provider with this id, if configured.
+        public func oidc(_ id: String) -> OIDC? { oidc.first { $0.id == id } }
+    }
+
     public struct Ledger: Sendable {
         /// Link events, suppressed requests and abuse counters older than this are deleted; 0 keeps them forever.
         public var eventRetention: TimeInterval = 90 * 86_400

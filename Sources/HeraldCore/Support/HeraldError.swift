@@ -49,6 +49,11 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case insufficientPermission = "INSUFFICIENT_PERMISSION"
             case tooManyAttempts = "TOO_MANY_ATTEMPTS_TRY_LATER"
             case quotaExceeded = "QUOTA_EXCEEDED"
+            case invalidIDPResponse = "INVALID_IDP_RESPONSE"
+            case missingRequestURI = "MISSING_REQUEST_URI"
+            case invalidCredentialOrProviderID = "INVALID_CREDENTIAL_OR_PROVIDER_ID"
+            case missingOrInvalidNonce = "MISSING_OR_INVALID_NONCE"
+            case federatedUserIDAlreadyLinked = "FEDERATED_USER_ID_ALREADY_LINKED"
             case invalidArgument = "INVALID_ARGUMENT"
             case missingIdentifier = "MISSING_IDENTIFIER"
             case invalidIdentifier = "INVALID_IDENTIFIER"
@@ -80,6 +85,11 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public var description: String { rawValue }
 
         public static let invalidEmail = Code(.invalidEmail)
+        public static let invalidIDPResponse = Code(.invalidIDPResponse)
+        public static let missingRequestURI = Code(.missingRequestURI)
+        public static let invalidCredentialOrProviderID = Code(.invalidCredentialOrProviderID)
+        public static let missingOrInvalidNonce = Code(.missingOrInvalidNonce)
+        public static let federatedUserIDAlreadyLinked = Code(.federatedUserIDAlreadyLinked)
         public static let missingEmail = Code(.missingEmail)
         public static let invalidNewEmail = Code(.invalidNewEmail)
         public static let missingNewEmail = Code(.missingNewEmail)

@@ -38,6 +38,7 @@ struct IdentityToolkitController: Sendable {
             ("accounts:signUp", "signupNewUser", signUpOrCreate),
             ("accounts", nil, respond(create)),
             ("accounts:signInWithPassword", "verifyPassword", respond(signInWithPassword)),
+            ("accounts:signInWithIdp", "verifyAssertion", respond(signInWithIdp)),
             ("accounts:delete", "deleteAccount", respond(delete)),
             ("codes:inspect", nil, respond(inspectForApp)),
             ("codes:redeem", nil, respond(redeemForApp)),

@@ -48,6 +48,17 @@ public protocol AccountStore: Sendable {
 
     /// Accounts, oldest first.
     func accounts(limit: Int?) throws -> [Account]
+
+    /// Signs in with a verified provider identity by Firebase's rules (`IdpDecision`), in one transaction:
+    /// creates, links or takes over an account as the rule says, or changes nothing (`needConfirmation`).
+    /// `linking` is the uid of a signed-in account asking to link; `trusted` whether the provider's verified
+    /// emails prove the address.
+    ///
+    /// - Throws: `FEDERATED_USER_ID_ALREADY_LINKED`, `EMAIL_EXISTS`, `USER_DISABLED`, `USER_NOT_FOUND` (linking).
+    func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, now: Date) throws -> IdpOutcome
+
+    /// The provider identities linked to an account, oldest first.
+    func identities(uid: String) throws -> [FederatedIdentity]
 }
 
 extension AccountStore {

@@ -224,6 +224,38 @@ enum SQLiteMigrations {
                     CREATE INDEX link_events_at ON link_events(at);
                     """)
         }
+        migrator.registerMigration("v9: identity providers linked to accounts, and account events") { db in
+            try db.execute(
+                sql: """
+                    -- One row per provider user linked to an account (Firebase's providerUserInfo).
+                    CREATE TABLE federated_identities (
+                        provider_id TEXT NOT NULL,
+                        raw_id TEXT NOT NULL,
+                        uid TEXT NOT NULL REFERENCES accounts(uid) ON DELETE CASCADE,
+                        email TEXT,
+                        email_verified INTEGER NOT NULL DEFAULT 0,
+                        display_name TEXT,
+                        photo_url TEXT,
+                        screen_name TEXT,
+                        linked_at INTEGER NOT NULL,
+                        PRIMARY KEY (provider_id, raw_id)
+                    );
+                    CREATE UNIQUE INDEX federated_identities_uid ON federated_identities(uid, provider_id);
+                    -- Provider sign-ins, links, unlinks and needConfirmation answers, for the audit.
+                    CREATE TABLE account_events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        uid TEXT,
+                        kind TEXT NOT NULL,
+                        provider_id TEXT,
+                        at INTEGER NOT NULL,
+                        ip TEXT,
+                        user_agent TEXT,
+                        detail TEXT
+                    );
+                    CREATE INDEX account_events_at ON account_events(at);
+                    CREATE INDEX account_events_uid ON account_events(uid);
+                    """)
+        }
         return migrator
     }
 }

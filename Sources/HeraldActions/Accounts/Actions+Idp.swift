@@ -1,0 +1,87 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// `accounts:signInWithIdp` (v3 `verifyAssertion`): signing in, or linking, with an identity provider.
+public struct IdpSignInRequest: Sendable {
+    public var postBody: String?
+    public var requestUri: String?
+    /// The signed-in account asking to link the provider (Firebase's `idToken`), if any.
+    public var idToken: String?
+
+    public init(postBody: String?, requestUri: String?, idToken: String? = nil) {
+        self.postBody = postBody
+        self.requestUri = requestUri
+        self.idToken = idToken
+    }
+}
+
+/// What a provider sign-in did, with what the answer echoes.
+public struct IdpSignInResult: Sendable {
+    public let outcome: IdpOutcome
+    public let identity: FederatedIdentity
+    /// The provider's own answer (the ID token's claims, Twitter's user), as JSON text.
+    public let rawUserInfo: String
+    public let assertion: IdpAssertion
+    /// Nil for `needConfirmation`: no session until the user proves the account the old way.
+    public let session: Session?
+}
+
+extension Actions {
+    /// Verifies the provider's assertion, then applies Firebase's account rules (`IdpDecision`).
+    ///
+    /// In emulator mode any provider id is accepted with the Firebase emulator's unsigned assertions; otherwise
+    /// the provider must be configured under `providers:` and its assertion verified (OIDC: signature, issuer,
+    /// audience, expiry, nonce; Twitter: `verify_credentials`).
+    /// - Throws: `INVALID_IDP_RESPONSE`, `INVALID_CREDENTIAL_OR_PROVIDER_ID`, `MISSING_OR_INVALID_NONCE`,
+    ///   `OPERATION_NOT_ALLOWED` (provider not enabled), `FEDERATED_USER_ID_ALREADY_LINKED`, `EMAIL_EXISTS`,
+    ///   `USER_DISABLED`, the ID token's errors when linking.
+    public func signInWithIdp(_ request: IdpSignInRequest, now: Date = Date()) async throws -> IdpSignInResult {
+        try requireAccountOwnership("signInWithIdp")
+        let assertion = try IdpAssertion(postBody: request.postBody, requestUri: request.requestUri)
+        let (identity, rawUserInfo, trusted) = try await verify(assertion)
+        var linking: String?
+        if let token = request.idToken { linking = try await account(forIDToken: token).uid }
+        let linkingUID = linking
+        let store = store
+        let outcome = try await offload { try store.signIn(with: identity, linking: linkingUID, trusted: trusted, now: now) }
+        guard !outcome.needsConfirmation else {
+            return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: nil)
+        }
+        let session = try await session(for: outcome.account, provider: identity.providerId, now: now)
+        return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: session)
+    }
+
+    /// The identity an assertion proves, its raw user info, and whether its verified email proves the address.
+    private func verify(_ assertion: IdpAssertion) async throws -> (FederatedIdentity, String, Bool) {
+        let providers = configuration.providers
+        if configuration.server.emulatorMode {
+            // As the emulator: any provider, unsigned claims, and a verified email is taken at its word.
+            let (identity, raw) = try assertion.emulatorIdentity()
+            return (identity, raw, true)
+        }
+        if let provider = providers.oidc(assertion.providerId) {
+            guard let token = assertion.idToken else {
+                throw HeraldError(.invalidCredentialOrProviderID, "\(provider.id) sign-in needs an id_token")
+            }
+            let verifier = OIDCTokenVerifier(providerId: provider.id, issuer: provider.issuer, clientID: provider.clientID)
+            let identity: FederatedIdentity
+            do {
+                identity = try await verifier.verify(token, keys: try await jwks.keys(for: provider), nonce: assertion.nonce)
+            } catch let error as HeraldError where error.code == .invalidIDPResponse {
+                // Perhaps the provider rotated its keys: fetch them again (at most once a minute) and retry once.
+                identity = try await verifier.verify(token, keys: try await jwks.keys(for: provider, refresh: true), nonce: assertion.nonce)
+            }
+            let claims = IdpAssertion.claimsJSON(token).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            return (identity, claims, provider.trusted)
+        }
+        if assertion.providerId == "twitter.com", let twitter = providers.twitter {
+            guard let token = assertion.accessToken, let secret = assertion.oauthTokenSecret else {
+                throw HeraldError(.invalidCredentialOrProviderID, "twitter.com sign-in needs access_token and oauth_token_secret")
+            }
+            let (identity, raw) = try await offload { try TwitterVerifier(settings: twitter).verify(token: token, secret: secret) }
+            return (identity, raw, twitter.trusted)
+        }
+        throw HeraldError(.operationNotAllowed, "the identity provider \(assertion.providerId) is not enabled (providers: in the config)")
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import HeraldCore
+
+/// What an app hands over from an identity provider in `accounts:signInWithIdp` (v3 `verifyAssertion`):
+/// Firebase's `postBody` (form-encoded `providerId=…&id_token=…` or, for Twitter,
+/// `providerId=twitter.com&access_token=…&oauth_token_secret=…`) and `requestUri`.
+///
+/// As Firebase's emulator reads them: the parameters of `requestUri`'s query, then `postBody`'s (which
+/// override), then those of `requestUri`'s fragment (which override both).
+public struct IdpAssertion: Sendable, Hashable {
+    public var providerId: String
+    public var idToken: String?
+    public var accessToken: String?
+    public var oauthTokenSecret: String?
+    public var nonce: String?
+
+    public init(providerId: String, idToken: String? = nil, accessToken: String? = nil, oauthTokenSecret: String? = nil, nonce: String? = nil) {
+        self.providerId = providerId
+        self.idToken = idToken
+        self.accessToken = accessToken
+        self.oauthTokenSecret = oauthTokenSecret
+        self.nonce = nonce
+    }
+
+    /// - Throws: `MISSING_REQUEST_URI`-style `INVALID_IDP_RESPONSE` when neither part names a provider,
+    ///   `INVALID_CREDENTIAL_OR_PROVIDER_ID` when no token comes with it.
+    public init(postBody: String?, requestUri: String?) throws {
+        var fields: [String: String] = [:]
+        let (query, fragment) = Self.split(requestUri ?? "")
+        for part in [query, postBody ?? "", fragment] {
+            for (name, value) in Self.formFields(part) { fields[name] = value }
+        }
+        guard let providerId = fields["providerId"], !providerId.isEmpty else {
+            throw HeraldError(.invalidIDPResponse, "the assertion names no providerId")
+        }
+        let idToken = fields["id_token"].flatMap { $0.isEmpty ? nil : $0 }
+        let accessToken = fields["access_token"].flatMap { $0.isEmpty ? nil : $0 }
+        guard idToken != nil || accessToken != nil else {
+            throw HeraldError(.invalidCredentialOrProviderID, "the assertion carries neither id_token nor access_token")
+        }
+        self.init(
+            providerId: providerId, idToken: idToken, accessToken: accessToken,
+            oauthTokenSecret: fields["oauth_token_secret"], nonce: fields["nonce"])
+    }
+
+    /// The query and the fragment of a URI (either may be empty).
+    static func split(_ uri: String) -> (query: String, fragment: String) {
+        let (beforeFragment, fragment) = uri.firstIndex(of: "#").map { (uri[..<$0], uri[uri.index(after: $0)...]) } ?? (uri[...], "")
+        let query = beforeFragment.firstIndex(of: "?").map { beforeFragment[beforeFragment.index(after: $0)...] } ?? ""
+        return (String(query), String(fragment))
+    }
+
+    /// `a=1&b=2` by the form rules (`+` is a space, then percent-decoding), in order.
+    static func formFields(_ text: String) -> [(String, String)] {
+        text.split(separator: "&").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]), !name.isEmpty else { return nil }
+            return (name, parts.count > 1 ? decode(parts[1]) ?? "" : "")
+        }
+    }
+
+    private static func decode(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
+
+extension IdpAssertion {
+    /// Emulator mode: the Firebase emulator's fake assertion, an unsigned JSON object (or a JWT whose payload
+    /// is read unverified) in `id_token` (or `access_token`), with a string `sub`. As the emulator reads it:
+    /// `email` lower-cased, `email_verified` as JavaScript truthiness, `name`, `picture`, `screen_name`.
+    ///
+    /// - Throws: `INVALID_IDP_RESPONSE` with the emulator's detail when the claims cannot be read or lack `sub`.
+    public func emulatorIdentity() throws -> (identity: FederatedIdentity, rawUserInfo: String) {
+        guard let text = idToken ?? accessToken, let data = Self.claimsJSON(text),
+            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
+            throw HeraldError(.invalidIDPResponse, "Unable to parse id_token: it must be a JSON object or a JWT ((strict JSON.))")
+        }
+        guard let sub = claims["sub"] else {
+            throw HeraldError(.invalidIDPResponse, "Invalid Idp Response: id_token missing required fields. ((Missing \"sub\" field.))")
+        }
+        guard let rawId = sub as? String, !rawId.isEmpty else {
+            throw HeraldError(.invalidIDPResponse, "((The \"sub\" field must be a string.))")
+        }
+        let identity = FederatedIdentity(
+            providerId: providerId.lowercased(), rawId: rawId, email: (claims["email"] as? String)?.lowercased(),
+            emailVerified: Self.truthy(claims["email_verified"]), displayName: claims["name"] as? String,
+            photoURL: claims["picture"] as? String, screenName: claims["screen_name"] as? String)
+        return (identity, String(decoding: data, as: UTF8.self))
+    }
+
+    /// The JSON of the claims: the text itself, or a JWT's payload.
+    static func claimsJSON(_ text: String) -> Data? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("{") { return Data(trimmed.utf8) }
+        let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+
+    /// JavaScript's `!!value`: the string "false" is true, as in the emulator.
+    static func truthy(_ value: Any?) -> Bool {
+        switch value {
+        case nil, is NSNull: false
+        case let flag as Bool: flag
+        case let number as NSNumber: number.doubleValue != 0 && !number.doubleValue.isNaN
+        case let text as String: !text.isEmpty
+        default: true
+        }
+    }
+}

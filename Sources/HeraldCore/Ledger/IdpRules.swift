@@ -1,0 +1,96 @@
+import Foundation
+
+/// What a verified provider sign-in does, as Firebase decides it (one account per email address). A pure
+/// function of what the ledger holds, so every store applies the same rule inside its own transaction.
+///
+/// - The identity is already linked: sign that account in.
+/// - A signed-in account asks to link (`idToken`): link, unless the identity or the provider is taken.
+/// - No account has the identity's email: a new account with this provider.
+/// - An account has the email: when the provider is trusted and vouches for the email, sign in to that
+///   account and link the provider — taking it over (password dropped, sessions ended, email verified) if
+///   its own email was unverified, as Firebase does for Google; otherwise `needConfirmation` (the SDKs'
+///   `account-exists-with-different-credential`): the user must sign in the old way and link.
+public enum IdpDecision: Sendable, Equatable {
+    case signIn(uid: String)
+    case create
+    case link(uid: String)
+    case takeOver(uid: String)
+    case needConfirmation(uid: String)
+
+    /// - Parameters:
+    ///   - holder: the account the identity is linked to, if any.
+    ///   - linking: the signed-in account asking to link (the request's `idToken`), if any.
+    ///   - byEmail: the account whose email is the identity's, if any.
+    ///   - trusted: whether the provider's verified emails are taken as proof of the address.
+    /// - Throws: `FEDERATED_USER_ID_ALREADY_LINKED`, `EMAIL_EXISTS`, `USER_DISABLED`.
+    public static func decide(
+        _ identity: FederatedIdentity, holder: Account?, linking: Account?, byEmail: Account?, trusted: Bool
+    ) throws -> IdpDecision {
+        if let linking {
+            if holder != nil || linking.providers.contains(identity.providerId) {
+                throw HeraldError(.federatedUserIDAlreadyLinked, "")
+            }
+            if linking.email == nil, let byEmail, byEmail.uid != linking.uid { throw HeraldError(.emailExists, "") }
+            guard !linking.disabled else { throw HeraldError(.userDisabled, "") }
+            return .link(uid: linking.uid)
+        }
+        if let holder {
+            guard !holder.disabled else { throw HeraldError(.userDisabled, "") }
+            return .signIn(uid: holder.uid)
+        }
+        guard let byEmail else { return .create }
+        guard trusted, identity.emailVerified else { return .needConfirmation(uid: byEmail.uid) }
+        guard !byEmail.disabled else { throw HeraldError(.userDisabled, "") }
+        return byEmail.emailVerified ? .link(uid: byEmail.uid) : .takeOver(uid: byEmail.uid)
+    }
+}
+
+extension Account {
+    /// A new account for a provider's user: its email as the provider vouches for it, its name and photo.
+    public static func created(from identity: FederatedIdentity, uid: String = Account.newUID(), now: Date) -> Account {
+        var account = Account(uid: uid, email: nil, validSince: now.milliseconds, createdAt: now)
+        account.link(identity, now: now)
+        return account
+    }
+
+    /// Adds a provider: its id to `providers`, and what the account lacks (email, name, photo) from it.
+    public mutating func link(_ identity: FederatedIdentity, now: Date) {
+        addProvider(identity.providerId)
+        if email == nil, let address = identity.email {
+            email = address
+            emailVerified = identity.emailVerified
+        } else if let address = identity.email, address == email, identity.emailVerified {
+            emailVerified = true
+        }
+        if displayName == nil { displayName = identity.displayName }
+        if photoURL == nil { photoURL = identity.photoURL }
+    }
+
+    /// A trusted provider vouches for an address this account never proved: the provider takes the account
+    /// over. The password (which anyone could have set) is dropped and every session ends.
+    public mutating func takeOver(by identity: FederatedIdentity, now: Date) {
+        passwordHash = nil
+        providers.removeAll { $0 == "password" }
+        emailVerified = true
+        endSessions(at: now)
+        link(identity, now: now)
+    }
+}
+
+/// What a provider sign-in did: the rule applied, and the account as it now stands (for `needConfirmation`,
+/// the existing account, unchanged).
+public struct IdpOutcome: Sendable, Equatable {
+    public let decision: IdpDecision
+    public let account: Account
+
+    public init(decision: IdpDecision, account: Account) {
+        self.decision = decision
+        self.account = account
+    }
+
+    public var isNewUser: Bool { decision == .create }
+    public var needsConfirmation: Bool {
+        if case .needConfirmation = decision { return true }
+        return false
+    }
+}

@@ -1,0 +1,78 @@
+import HeraldActions
+import HeraldCore
+import Hummingbird
+
+extension IdentityToolkitController {
+    /// `accounts:signInWithIdp` (v3 `verifyAssertion`): sign in or link with an identity provider.
+    @Sendable func signInWithIdp(_ request: Request, context: HeraldRequestContext) async throws -> IdpReply {
+        let body = try await request.decode(as: SignInWithIdpBody.self, context: context)
+        guard body.requestUri?.isEmpty == false else { throw HeraldError(.missingRequestURI, "") }
+        let result = try await actions.signInWithIdp(
+            IdpSignInRequest(postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken))
+        return IdpReply(result)
+    }
+}
+
+/// `accounts:signInWithIdp`'s body, as the SDKs send it.
+struct SignInWithIdpBody: StrictDecodable {
+    let requestUri: String?
+    let postBody: String?
+    let idToken: String?
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case requestUri, postBody, idToken }
+
+    static let ignoredFields: Set<String> = [
+        "returnSecureToken", "returnIdpCredential", "returnRefreshToken", "sessionId", "pendingToken", "autoCreate", "tenantId",
+        "pendingIdToken", "delegatedProjectNumber", "tenantProjectNumber",
+    ]
+}
+
+/// Firebase's `VerifyAssertionResponse`. `needConfirmation` and `isNewUser` appear only when true (the JS SDK
+/// takes the mere presence of `needConfirmation` as the error); the provider's credential is echoed, which the
+/// iOS SDK needs to build the credential it hands back with `accountExistsWithDifferentCredential`.
+struct IdpReply: ResponseEncodable {
+    let kind = "identitytoolkit#VerifyAssertionResponse"
+    let providerId: String
+    let federatedId: String
+    let localId: String
+    let email: String?
+    let emailVerified: Bool
+    let displayName: String?
+    let fullName: String?
+    let photoUrl: String?
+    let screenName: String?
+    let rawUserInfo: String
+    let oauthIdToken: String?
+    let oauthAccessToken: String?
+    let oauthTokenSecret: String?
+    let needConfirmation: Bool?
+    let verifiedProvider: [String]?
+    let isNewUser: Bool?
+    let idToken: String?
+    let refreshToken: String?
+    let expiresIn: String?
+
+    init(_ result: IdpSignInResult) {
+        let identity = result.identity
+        let account = result.outcome.account
+        providerId = identity.providerId
+        federatedId = identity.rawId
+        localId = account.uid
+        email = identity.email
+        emailVerified = identity.email != nil && identity.email == account.email ? account.emailVerified : identity.emailVerified
+        displayName = identity.displayName
+        fullName = identity.displayName
+        photoUrl = identity.photoURL
+        screenName = identity.screenName
+        rawUserInfo = result.rawUserInfo
+        oauthIdToken = result.assertion.idToken
+        oauthAccessToken = result.assertion.accessToken
+        oauthTokenSecret = result.assertion.oauthTokenSecret
+        needConfirmation = result.outcome.needsConfirmation ? true : nil
+        verifiedProvider = result.outcome.needsConfirmation ? account.providers.filter { $0 != "password" && $0 != "phone" } : nil
+        isNewUser = result.outcome.isNewUser ? true : nil
+        idToken = result.session?.idToken
+        refreshToken = result.session?.refreshToken
+        expiresIn = result.session?.expiresIn
+    }
+}

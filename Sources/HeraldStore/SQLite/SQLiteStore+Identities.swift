@@ -1,0 +1,82 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, now: Date) throws -> IdpOutcome {
+        try writeDurably { db in
+            let holderUID = try String.fetchOne(
+                db, sql: "SELECT uid FROM federated_identities WHERE provider_id = ? AND raw_id = ?",
+                arguments: [identity.providerId, identity.rawId])
+            let holder = try holderUID.flatMap { try Self.account(db, uid: $0) }
+            var linked: Account?
+            if let linking {
+                guard let account = try Self.account(db, uid: linking) else { throw HeraldError(.userNotFound, "") }
+                linked = account
+            }
+            let byEmail = try identity.email.flatMap { try Self.account(db, email: $0) }
+            let decision = try IdpDecision.decide(identity, holder: holder, linking: linked, byEmail: byEmail, trusted: trusted)
+            // Each decision names an account the lookups above found; `decide` never names another.
+            let candidates = [holder, linked, byEmail].compactMap { $0 }
+            func found(_ uid: String) throws -> Account {
+                guard let account = candidates.first(where: { $0.uid == uid }) else { throw HeraldError(.userNotFound, "") }
+                return account
+            }
+            var account: Account
+            switch decision {
+            case .signIn(let uid):
+                account = try found(uid)
+                try Self.refresh(db, identity, uid: uid)
+            case .create:
+                account = Account.created(from: identity, now: now)
+                try Self.insert(db, account)
+                try Self.insertIdentity(db, identity, uid: account.uid, now: now)
+            case .link(let uid), .takeOver(let uid):
+                account = try found(uid)
+                if case .takeOver = decision { account.takeOver(by: identity, now: now) } else { account.link(identity, now: now) }
+                try Self.update(db, account)
+                try Self.insertIdentity(db, identity, uid: account.uid, now: now)
+            case .needConfirmation(let uid):
+                account = try found(uid)
+            }
+            return IdpOutcome(decision: decision, account: account)
+        }
+    }
+
+    public func identities(uid: String) throws -> [FederatedIdentity] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM federated_identities WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid])
+                .map { row in
+                    FederatedIdentity(
+                        providerId: row["provider_id"], rawId: row["raw_id"], email: row["email"], emailVerified: row["email_verified"],
+                        displayName: row["display_name"], photoURL: row["photo_url"], screenName: row["screen_name"])
+                }
+        }
+    }
+
+    static func insertIdentity(_ db: Database, _ identity: FederatedIdentity, uid: String, now: Date) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO federated_identities (provider_id, raw_id, uid, email, email_verified, display_name, photo_url,
+                                                  screen_name, linked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                identity.providerId, identity.rawId, uid, identity.email, identity.emailVerified, identity.displayName,
+                identity.photoURL, identity.screenName, now.milliseconds,
+            ])
+    }
+
+    /// What the provider says of its user now (a new name, photo or address) replaces what was kept.
+    static func refresh(_ db: Database, _ identity: FederatedIdentity, uid: String) throws {
+        try db.execute(
+            sql: """
+                UPDATE federated_identities SET email = ?, email_verified = ?, display_name = ?, photo_url = ?, screen_name = ?
+                WHERE provider_id = ? AND raw_id = ? AND uid = ?
+                """,
+            arguments: [
+                identity.email, identity.emailVerified, identity.displayName, identity.photoURL, identity.screenName,
+                identity.providerId, identity.rawId, uid,
+            ])
+    }
+}
