@@ -118,3 +118,18 @@ def test_emulator_mode_accepts_the_emulators_fake_assertions(server):
     body = ok(idp(srv, "twitter.com", id_token=fake))
     assert body["isNewUser"] is True and body["federatedId"] == "fake-1" and body["email"] == email
     assert_error(idp(srv, "google.com", id_token='{"email":"x@example.com"}'), "INVALID_IDP_RESPONSE")
+
+
+def test_lookup_and_create_auth_uri_show_the_linked_provider(server, oidc_issuer):
+    srv = server(server={"enumerationProtection": False},
+                 providers={"oidc": {"acme": oidc_issuer.herald_provider()}})
+    email = unique_email("idp-methods")
+    existing = srv.sign_up(email, PASSWORD)
+    before = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
+    assert before["signinMethods"] == ["password"], before
+    ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-m", email=email, name="Ada M"), id_token_of=existing["idToken"]))
+    after = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
+    assert after["signinMethods"] == ["password", "oidc.acme"], after
+    [user] = ok(srv.lookup(srv.sign_in(email, PASSWORD).json()["idToken"]))["users"]
+    acme = next(p for p in user["providerUserInfo"] if p["providerId"] == "oidc.acme")
+    assert acme["rawId"] == acme["federatedId"] == "sub-m" and acme["displayName"] == "Ada M", user

@@ -182,6 +182,7 @@ extension Actions {
         var methods: [String] = []
         if account?.passwordHash != nil { methods.append("password") }
         if account?.emailLinkSignin == true { methods.append("emailLink") }
+        methods += (account?.providers ?? []).filter { $0 != "password" && $0 != "emailLink" }
         return AuthURIResult(
             sessionId: sessionId, registered: account != nil, allProviders: account?.providers ?? [], signinMethods: methods)
     }

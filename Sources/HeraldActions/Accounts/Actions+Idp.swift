@@ -52,6 +52,11 @@ extension Actions {
         return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: session)
     }
 
+    /// The provider identities linked to an account (lookup's `providerUserInfo`).
+    public func identities(of uid: String) throws -> [FederatedIdentity] {
+        try store.identities(uid: uid)
+    }
+
     /// The identity an assertion proves, its raw user info, and whether its verified email proves the address.
     private func verify(_ assertion: IdpAssertion) async throws -> (FederatedIdentity, String, Bool) {
         let providers = configuration.providers

@@ -8,12 +8,15 @@ extension IdentityToolkitController {
         let body = try await request.decode(as: LookupBody.self, context: context)
         let actions = actions
         if context.caller == .app {
-            return LookupReply(users: [UserInfo(try await actions.account(forIDToken: body.idToken))])
+            let account = try await actions.account(forIDToken: body.idToken)
+            let identities = try await offload { try actions.identities(of: account.uid) }
+            return LookupReply(users: [UserInfo(account, identities: identities)])
         }
-        let accounts = try await offload {
+        let users = try await offload {
             try actions.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
+                .map { UserInfo($0, identities: try actions.identities(of: $0.uid)) }
         }
-        return LookupReply(users: accounts.isEmpty ? nil : accounts.map(UserInfo.init))
+        return LookupReply(users: users.isEmpty ? nil : users)
     }
 
     /// `accounts:createAuthUri`: an address's sign-in methods, or nothing under enumeration protection.

@@ -126,6 +126,6 @@ struct UpdateReply: ResponseEncodable {
         displayName = account.displayName
         photoUrl = account.photoURL
         passwordHash = account.passwordHash == nil ? nil : UserInfo.redactedPasswordHash
-        providerUserInfo = UserInfo.providers(of: account)
+        providerUserInfo = UserInfo.providers(of: account, identities: [])  // TODO(#11): the linked identities
     }
 }

@@ -7,9 +7,12 @@ struct UserInfo: Encodable, Sendable {
     /// A sign-in provider of the account.
     struct Provider: Encodable, Sendable {
         let providerId: String
-        let email: String
+        let email: String?
         let federatedId: String
         let rawId: String
+        var displayName: String?
+        var photoUrl: String?
+        var screenName: String?
     }
 
     let localId: String
@@ -31,7 +34,7 @@ struct UserInfo: Encodable, Sendable {
     let passwordHash: String?
     let providerUserInfo: [Provider]
 
-    init(_ account: Account) {
+    init(_ account: Account, identities: [FederatedIdentity] = []) {
         localId = account.uid
         email = account.email
         initialEmail = account.initialEmail
@@ -44,16 +47,24 @@ struct UserInfo: Encodable, Sendable {
         createdAt = Self.milliseconds(account.createdAt)
         lastLoginAt = account.lastLoginAt.map(Self.milliseconds)
         passwordHash = account.passwordHash == nil ? nil : Self.redactedPasswordHash
-        providerUserInfo = Self.providers(of: account)
+        providerUserInfo = Self.providers(of: account, identities: identities)
     }
 
     /// "REDACTED" in base64: what production shows for a password hash.
     static let redactedPasswordHash = "UkVEQUNURUQ="
 
-    /// The account's providers, each under its email; none without an email.
-    static func providers(of account: Account) -> [Provider] {
-        guard let email = account.email else { return [] }
-        return account.providers.map { Provider(providerId: $0, email: email, federatedId: email, rawId: email) }
+    /// The account's providers: each identity provider as it knows the user, and `password` (or an email
+    /// link) under the account's email; an account without an email or a provider has none (anonymous).
+    static func providers(of account: Account, identities: [FederatedIdentity]) -> [Provider] {
+        account.providers.compactMap { id in
+            if let identity = identities.first(where: { $0.providerId == id }) {
+                return Provider(
+                    providerId: id, email: identity.email, federatedId: identity.rawId, rawId: identity.rawId,
+                    displayName: identity.displayName, photoUrl: identity.photoURL, screenName: identity.screenName)
+            }
+            guard let email = account.email else { return nil }
+            return Provider(providerId: id, email: email, federatedId: email, rawId: email)
+        }
     }
 
     private static func milliseconds(_ date: Date) -> String {
