@@ -133,3 +133,52 @@ def test_lookup_and_create_auth_uri_show_the_linked_provider(server, oidc_issuer
     [user] = ok(srv.lookup(srv.sign_in(email, PASSWORD).json()["idToken"]))["users"]
     acme = next(p for p in user["providerUserInfo"] if p["providerId"] == "oidc.acme")
     assert acme["rawId"] == acme["federatedId"] == "sub-m" and acme["displayName"] == "Ada M", user
+
+
+def test_a_guest_is_upgraded_in_place_by_a_provider(server, oidc_issuer):
+    srv = oidc_server(server, oidc_issuer)
+    guest = ok(srv.post("accounts:signUp", {"returnSecureToken": True}))
+    [user] = ok(srv.lookup(guest["idToken"]))["users"]
+    assert "email" not in user and user.get("providerUserInfo", []) == [], user
+    email = unique_email("idp-guest")
+    linked = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-g", email=email), id_token_of=guest["idToken"]))
+    assert linked["localId"] == guest["localId"]
+    [user] = ok(srv.lookup(linked["idToken"]))["users"]
+    assert user["email"] == email and [p["providerId"] for p in user["providerUserInfo"]] == ["oidc.acme"], user
+
+
+def test_a_guest_is_upgraded_in_place_by_a_password(server):
+    srv = server()
+    guest = ok(srv.post("accounts:signUp", {"returnSecureToken": True}))
+    email = unique_email("guest-password")
+    upgraded = ok(srv.post("accounts:signUp", {"idToken": guest["idToken"], "email": email, "password": PASSWORD,
+                                              "returnSecureToken": True}))
+    assert upgraded["localId"] == guest["localId"]
+    assert ok(srv.sign_in(email, PASSWORD))["localId"] == guest["localId"]
+    # Half a credential is still refused, as before.
+    assert_error(srv.post("accounts:signUp", {"email": unique_email("half")}), "MISSING_PASSWORD")
+    assert_error(srv.post("accounts:signUp", {"password": PASSWORD}), "MISSING_EMAIL")
+
+
+def test_unlinking_a_provider(server, oidc_issuer):
+    srv = server(server={"enumerationProtection": False}, providers={"oidc": {"acme": oidc_issuer.herald_provider()}})
+    email = unique_email("idp-unlink")
+    existing = srv.sign_up(email, PASSWORD)
+    linked = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-u", email=email), id_token_of=existing["idToken"]))
+    ok(srv.post("accounts:update", {"idToken": linked["idToken"], "deleteProvider": ["oidc.acme", "never-linked.com"]}))
+    methods = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
+    assert methods["signinMethods"] == ["password"], methods
+    # The identity is free again: signing in with it meets the account by email, which needs confirmation.
+    again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-u", email=email)))
+    assert again["needConfirmation"] is True and again["localId"] == existing["localId"]
+
+
+def test_email_link_sign_in_adds_email_link_to_a_provider_only_account(server, oidc_issuer):
+    srv = server(server={"enumerationProtection": False}, providers={"oidc": {"acme": oidc_issuer.herald_provider()}})
+    email = unique_email("idp-emaillink")
+    created = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-e", email=email)))
+    code = srv.oob("EMAIL_SIGNIN", email, continueUrl="https://app.example.com/finish", canHandleCodeInApp=True)["oobCode"]
+    signed = ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": code}))
+    assert signed["localId"] == created["localId"]
+    methods = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
+    assert methods["signinMethods"] == ["emailLink", "oidc.acme"], methods

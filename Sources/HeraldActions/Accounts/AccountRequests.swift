@@ -76,6 +76,9 @@ public struct ProfileEdit: Sendable {
     public var photoURL: String?
     /// `DISPLAY_NAME`, `PHOTO_URL`, `PASSWORD`.
     public var deleteAttributes: Set<String> = []
+    /// Providers to unlink (Firebase's `deleteProvider`): an identity provider's id removes that provider;
+    /// `password` removes the password, the email-link method and the email itself. Unknown ids are ignored.
+    public var deleteProviders: Set<String> = []
     /// Sign in again with the result even when nothing ended the session.
     public var returnSecureToken = false
     /// End every session (the user's "sign out everywhere"; `validSince` sent with an ID token). Only the

@@ -27,7 +27,9 @@ extension Actions {
         let admin = caller == .admin
         if request.localId != nil && !admin { throw HeraldError(.unexpectedParameter, "User ID") }
         let email = try request.email.map { try EmailAddress($0).value }
-        if !admin && (email == nil || request.password == nil) {
+        // An app's sign-up with neither is an anonymous account (a guest), which a password, an email link or
+        // a provider later upgrades in place; one without the other is incomplete.
+        if !admin && (email == nil) != (request.password == nil) {
             throw HeraldError(email == nil ? .missingEmail : .missingPassword, "")
         }
         if let password = request.password { try PasswordHasher.checkStrength(password) }

@@ -21,11 +21,12 @@ extension Actions {
         if (newEmail != nil && newEmail != current.email) || edit.password != nil || edit.deleteAttributes.contains("PASSWORD") {
             try Self.requireRecentSignIn(claims, now: now)
         }
-        if let newEmail, newEmail != current.email, configuration.server.enumerationProtection {
+        // Giving a guest (no email yet) an address changes nothing anyone could be told about: only a change counts.
+        if let newEmail, let oldEmail = current.email, newEmail != oldEmail, configuration.server.enumerationProtection {
             throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
         }
         if let password = edit.password { try PasswordHasher.checkStrength(password) }
-        if let newEmail, newEmail != current.email {
+        if let newEmail, let oldEmail = current.email, newEmail != oldEmail {
             // The change sends its recovery notice whatever happens, so the change is what the account's and the
             // project's hourly quotas count: changing back and forth cannot mail an address without end.
             let limits = configuration.limits
@@ -53,6 +54,15 @@ extension Actions {
                 if let photoURL = edit.photoURL { account.photoURL = photoURL }
                 if edit.deleteAttributes.contains("DISPLAY_NAME") { account.displayName = nil }
                 if edit.deleteAttributes.contains("PHOTO_URL") { account.photoURL = nil }
+                for provider in edit.deleteProviders {
+                    account.providers.removeAll { $0 == provider }
+                    if provider == "password" {
+                        account.passwordHash = nil
+                        account.emailLinkSignin = false
+                        account.email = nil
+                        account.emailVerified = false
+                    }
+                }
                 if edit.deleteAttributes.contains("PASSWORD") {
                     account.passwordHash = nil
                     account.providers.removeAll { $0 == "password" && !account.emailLinkSignin }

@@ -55,14 +55,16 @@ struct UpdateBody: StrictDecodable {
     /// Unix seconds: ID tokens issued earlier stop working (`revoke_refresh_tokens`).
     let validSince: Int64Text?
     let returnSecureToken: Bool?
+    /// Providers to unlink (`password`, `google.com`, …).
+    let deleteProvider: [String]?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case oobCode, idToken, localId, email, password, displayName, photoUrl, emailVerified, disableUser, deleteAttribute
-        case validSince, returnSecureToken
+        case validSince, returnSecureToken, deleteProvider
     }
 
     static let ignoredFields: Set<String> = [
-        "deleteProvider", "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
+        "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
         "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo", "providers",
         "upgradeToFederatedLogin",
     ]
@@ -90,6 +92,7 @@ struct UpdateBody: StrictDecodable {
         edit.displayName = displayName
         edit.photoURL = photoUrl
         edit.deleteAttributes = deletedAttributes
+        edit.deleteProviders = Set(deleteProvider ?? [])
         edit.returnSecureToken = returnSecureToken ?? false
         edit.endSessions = validSince != nil
         return edit

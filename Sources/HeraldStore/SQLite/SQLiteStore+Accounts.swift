@@ -126,5 +126,11 @@ extension SQLiteStore {
                     photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
                 """, arguments: Records.arguments(account))
+        // A provider the account no longer lists (unlinked, or dropped by a takeover) keeps no identity.
+        try db.execute(
+            sql: """
+                DELETE FROM federated_identities WHERE uid = ?1
+                AND provider_id NOT IN (SELECT value FROM json_each((SELECT providers FROM accounts WHERE uid = ?1)))
+                """, arguments: [account.uid])
     }
 }
