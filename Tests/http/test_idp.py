@@ -12,6 +12,7 @@ from urllib.parse import quote
 import jwt
 import requests
 
+from helpers import query
 from http_support import assert_error, ok, unique_email
 from idp_peers import new_rsa_key
 
@@ -82,6 +83,11 @@ def test_an_existing_email_needs_confirmation_then_links_with_the_id_token(serve
     via_provider = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email)))
     via_password = ok(srv.sign_in(email, PASSWORD))
     assert via_provider["localId"] == via_password["localId"] == existing["localId"]
+    # The ledger has each answer, with who asked.
+    events = query(srv.db_path, "SELECT uid, kind, provider_id, ip FROM account_events ORDER BY id")
+    assert [(e["kind"], e["provider_id"]) for e in events] == [
+        ("idp-need-confirmation", "oidc.acme"), ("idp-link", "oidc.acme"), ("idp-sign-in", "oidc.acme")], events
+    assert {e["uid"] for e in events} == {existing["localId"]} and all(e["ip"] == "127.0.0.1" for e in events)
     # The identity is taken now: linking it to another account is refused.
     other = srv.sign_up(unique_email("idp-other"), PASSWORD)
     assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]),

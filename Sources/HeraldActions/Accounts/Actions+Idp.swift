@@ -8,11 +8,14 @@ public struct IdpSignInRequest: Sendable {
     public var requestUri: String?
     /// The signed-in account asking to link the provider (Firebase's `idToken`), if any.
     public var idToken: String?
+    /// Who asked, as the ledger's `account_events` record it.
+    public var visitor: Visitor
 
-    public init(postBody: String?, requestUri: String?, idToken: String? = nil) {
+    public init(postBody: String?, requestUri: String?, idToken: String? = nil, visitor: Visitor = Visitor(ip: nil, userAgent: nil)) {
         self.postBody = postBody
         self.requestUri = requestUri
         self.idToken = idToken
+        self.visitor = visitor
     }
 }
 
@@ -44,7 +47,9 @@ extension Actions {
         if let token = request.idToken { linking = try await account(forIDToken: token).uid }
         let linkingUID = linking
         let store = store
-        let outcome = try await offload { try store.signIn(with: identity, linking: linkingUID, trusted: trusted, now: now) }
+        let outcome = try await offload {
+            try store.signIn(with: identity, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
+        }
         guard !outcome.needsConfirmation else {
             return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: nil)
         }

@@ -89,6 +89,17 @@ public struct IdpOutcome: Sendable, Equatable {
     }
 
     public var isNewUser: Bool { decision == .create }
+
+    /// The `account_events` kind the ledger records for it.
+    public var eventKind: String {
+        switch decision {
+        case .create: "idp-sign-up"
+        case .signIn: "idp-sign-in"
+        case .link: "idp-link"
+        case .takeOver: "idp-take-over"
+        case .needConfirmation: "idp-need-confirmation"
+        }
+    }
     public var needsConfirmation: Bool {
         if case .needConfirmation = decision { return true }
         return false

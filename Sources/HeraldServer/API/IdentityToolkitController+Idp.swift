@@ -8,7 +8,8 @@ extension IdentityToolkitController {
         let body = try await request.decode(as: SignInWithIdpBody.self, context: context)
         guard body.requestUri?.isEmpty == false else { throw HeraldError(.missingRequestURI, "") }
         let result = try await actions.signInWithIdp(
-            IdpSignInRequest(postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken))
+            IdpSignInRequest(
+                postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken, visitor: context.visitor(of: request)))
         return IdpReply(result)
     }
 }

@@ -55,7 +55,8 @@ public protocol AccountStore: Sendable {
     /// emails prove the address.
     ///
     /// - Throws: `FEDERATED_USER_ID_ALREADY_LINKED`, `EMAIL_EXISTS`, `USER_DISABLED`, `USER_NOT_FOUND` (linking).
-    func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, now: Date) throws -> IdpOutcome
+    /// The outcome is recorded in `account_events` (with the visitor's address and user agent) in the same transaction.
+    func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, visitor: Visitor, now: Date) throws -> IdpOutcome
 
     /// The provider identities linked to an account, oldest first.
     func identities(uid: String) throws -> [FederatedIdentity]

@@ -3,7 +3,9 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    public func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, now: Date) throws -> IdpOutcome {
+    public func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, visitor: Visitor, now: Date) throws
+        -> IdpOutcome
+    {
         try writeDurably { db in
             let holderUID = try String.fetchOne(
                 db, sql: "SELECT uid FROM federated_identities WHERE provider_id = ? AND raw_id = ?",
@@ -39,7 +41,14 @@ extension SQLiteStore {
             case .needConfirmation(let uid):
                 account = try found(uid)
             }
-            return IdpOutcome(decision: decision, account: account)
+            let outcome = IdpOutcome(decision: decision, account: account)
+            try db.execute(
+                sql: "INSERT INTO account_events (uid, kind, provider_id, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    account.uid, outcome.eventKind, identity.providerId, now.milliseconds, visitor.ip,
+                    visitor.userAgent.map { String($0.prefix(512)) }, identity.rawId,
+                ])
+            return outcome
         }
     }
 

@@ -98,6 +98,7 @@ extension SQLiteStore {
         let statements: [(String, StatementArguments)] = [
             ("DELETE FROM link_events WHERE id IN (SELECT id FROM link_events WHERE at < ? LIMIT 10000)", [at]),
             ("DELETE FROM suppressed_sends WHERE id IN (SELECT id FROM suppressed_sends WHERE requested_at < ? LIMIT 10000)", [at]),
+            ("DELETE FROM account_events WHERE id IN (SELECT id FROM account_events WHERE at < ? LIMIT 10000)", [at]),
             ("DELETE FROM abuse_counts WHERE hour < ?", [hour]),  // one row per counter, key and hour: small
             // Quotas read only the current hour: a couple of hours of counts is all they need, whatever the retention.
             ("DELETE FROM send_counts WHERE hour < ?", [max(hour, quotaHour)]),
