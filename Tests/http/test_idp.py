@@ -7,12 +7,14 @@ Work in progress on branch `idp`: sign-in, needConfirmation and linking; what #1
 
 from __future__ import annotations
 
+import json
+import subprocess
 from urllib.parse import quote
 
 import jwt
 import requests
 
-from helpers import query
+from helpers import herald_env, query
 from http_support import assert_error, ok, unique_email
 from idp_peers import new_rsa_key
 
@@ -88,6 +90,12 @@ def test_an_existing_email_needs_confirmation_then_links_with_the_id_token(serve
     assert [(e["kind"], e["provider_id"]) for e in events] == [
         ("idp-need-confirmation", "oidc.acme"), ("idp-link", "oidc.acme"), ("idp-sign-in", "oidc.acme")], events
     assert {e["uid"] for e in events} == {existing["localId"]} and all(e["ip"] == "127.0.0.1" for e in events)
+    shown = subprocess.run([str(srv.binary), "audit", "--sign-ins", "--format", "jsonl", "--email", email, "--config", str(srv.config)],
+                           cwd=srv.cwd, env=herald_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    lines = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert [(line["kind"], line["email"], line["rawId"]) for line in lines] == [
+        ("idp-need-confirmation", email, "sub-9"), ("idp-link", email, "sub-9"), ("idp-sign-in", email, "sub-9")], lines
     # The identity is taken now: linking it to another account is refused.
     other = srv.sign_up(unique_email("idp-other"), PASSWORD)
     assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]),

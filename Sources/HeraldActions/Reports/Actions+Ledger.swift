@@ -19,6 +19,11 @@ extension Actions {
         try store.audit(filter, now: Date(), each: each)
     }
 
+    /// Provider sign-ins, links, take-overs and `needConfirmation` answers (`herald audit --sign-ins`).
+    public func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws {
+        try store.accountEvents(email: email, since: since, until: until, each: each)
+    }
+
     /// Refused requests and unknown-code visits per counter, key and hour, newest first (`herald throttles`).
     public func abuseCounts(since: Date) throws -> [AbuseCount] {
         try store.abuseCounts(since: since)

@@ -81,3 +81,50 @@ public enum AuditFormatter {
         }
     }
 }
+
+extension AuditFormatter {
+    /// The columns of `herald audit --sign-ins`, in order; also the keys of its JSON lines.
+    static let eventColumns = ["id", "at", "uid", "email", "kind", "providerId", "rawId", "ip", "userAgent"]
+
+    public static func eventHeader(_ format: Format) -> String? {
+        switch format {
+        case .csv: eventColumns.joined(separator: ",")
+        case .table: "ID  AT  UID  EMAIL  KIND  PROVIDER  RAW ID  IP"
+        case .jsonl: nil
+        }
+    }
+
+    public static func line(_ event: AccountEventRow, _ format: Format) -> String {
+        let values: [String?] = [
+            String(event.id), event.at.iso8601, event.uid, event.email, event.kind, event.providerId, event.rawId, event.ip, event.userAgent,
+        ]
+        switch format {
+        case .jsonl:
+            let object = Dictionary(uniqueKeysWithValues: zip(eventColumns, values.map { $0.map(JSONValue.text) ?? .null }))
+            let data = (try? encoder.encode(object)) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        case .csv:
+            return values.map { value in
+                let text = value ?? ""
+                return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
+                    ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+            }.joined(separator: ",")
+        case .table:
+            return values.prefix(8).map { $0 ?? "-" }.joined(separator: "  ")
+        }
+    }
+
+    /// A JSON string or null.
+    enum JSONValue: Encodable {
+        case text(String)
+        case null
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .text(let text): try container.encode(text)
+            case .null: try container.encodeNil()
+            }
+        }
+    }
+}

@@ -19,6 +19,7 @@ struct AuditCommand: AsyncParsableCommand {
     @Flag var unredeemed = false
     @Flag var expired = false
     @Option(help: "table | csv | jsonl") var format = "table"
+    @Flag(help: "Identity-provider sign-ins, links, take-overs and needConfirmation answers instead of links.") var signIns = false
 
     func run() async throws {
         try await reportingErrors {
@@ -37,6 +38,7 @@ struct AuditCommand: AsyncParsableCommand {
             filter.status = redeemed ? .redeemed : unredeemed ? .unredeemed : expired ? .expired : nil
             let actions = try await Runtime.load(global).actions()
             var buffer = Data()
+            defer { FileHandle.standardOutput.write(buffer) }
             func emit(_ line: String) {
                 buffer.append(contentsOf: line.utf8)
                 buffer.append(10)
@@ -45,9 +47,15 @@ struct AuditCommand: AsyncParsableCommand {
                     buffer.removeAll(keepingCapacity: true)
                 }
             }
+            if signIns {
+                if let header = AuditFormatter.eventHeader(output) { emit(header) }
+                try actions.accountEvents(email: filter.email?.value, since: filter.since, until: filter.until) { event in
+                    emit(AuditFormatter.line(event, output))
+                }
+                return
+            }
             if let header = AuditFormatter.header(output) { emit(header) }
             try actions.audit(filter) { row in emit(AuditFormatter.line(row, output)) }
-            FileHandle.standardOutput.write(buffer)
         }
     }
 }

@@ -51,3 +51,33 @@ public struct AuditRow: Sendable {
         self.superseded = superseded
     }
 }
+
+/// One provider sign-in, link, take-over or `needConfirmation` answer (`account_events`), for `herald audit --sign-ins`.
+public struct AccountEventRow: Sendable, Hashable {
+    public let id: Int64
+    public let at: Date
+    public let uid: String?
+    public let email: String?
+    /// `idp-sign-up`, `idp-sign-in`, `idp-link`, `idp-take-over`, `idp-need-confirmation`.
+    public let kind: String
+    public let providerId: String?
+    /// The provider's id of the user.
+    public let rawId: String?
+    public let ip: String?
+    public let userAgent: String?
+
+    public init(
+        id: Int64, at: Date, uid: String?, email: String?, kind: String, providerId: String?, rawId: String?, ip: String?,
+        userAgent: String?
+    ) {
+        self.id = id
+        self.at = at
+        self.uid = uid
+        self.email = email
+        self.kind = kind
+        self.providerId = providerId
+        self.rawId = rawId
+        self.ip = ip
+        self.userAgent = userAgent
+    }
+}

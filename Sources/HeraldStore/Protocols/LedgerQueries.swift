@@ -8,4 +8,8 @@ public protocol LedgerQueries: Sendable {
 
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws
+
+    /// Streams provider sign-ins, links, take-overs and `needConfirmation` answers from `since` to `until`, oldest first;
+    /// with an email, only those of the account that has it now.
+    func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws
 }

@@ -68,4 +68,34 @@ extension SQLiteStore {
             }
         }
     }
+
+    public func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws {
+        var conditions: [String] = []
+        var arguments: StatementArguments = []
+        if let email {
+            conditions.append("a.email = ?")
+            arguments += [email]
+        }
+        if let since {
+            conditions.append("e.at >= ?")
+            arguments += [since.milliseconds]
+        }
+        if let until {
+            conditions.append("e.at <= ?")
+            arguments += [until.milliseconds]
+        }
+        let sql = """
+            SELECT e.*, a.email FROM account_events e LEFT JOIN accounts a ON a.uid = e.uid
+            \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY e.id
+            """
+        try pool.read { db in
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try cursor.next() {
+                try each(
+                    AccountEventRow(
+                        id: row["id"], at: Date(milliseconds: row["at"]), uid: row["uid"], email: row["email"], kind: row["kind"],
+                        providerId: row["provider_id"], rawId: row["detail"], ip: row["ip"], userAgent: row["user_agent"]))
+            }
+        }
+    }
 }
