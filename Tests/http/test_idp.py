@@ -51,6 +51,7 @@ def test_a_new_provider_user_gets_a_new_account(server, oidc_issuer):
     assert "needConfirmation" not in body and body["oauthIdToken"]
     claims = jwt.decode(body["idToken"], options={"verify_signature": False})
     assert claims["sub"] == body["localId"] and claims["firebase"]["sign_in_provider"] == "oidc.acme"
+    assert claims["firebase"]["identities"] == {"email": [email], "oidc.acme": ["sub-1"]}, claims
     # Again: the same account, not new.
     again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-1", email=email)))
     assert again["localId"] == body["localId"] and "isNewUser" not in again
@@ -152,6 +153,7 @@ def test_lookup_and_create_auth_uri_show_the_linked_provider(server, oidc_issuer
 def test_a_guest_is_upgraded_in_place_by_a_provider(server, oidc_issuer):
     srv = oidc_server(server, oidc_issuer)
     guest = ok(srv.post("accounts:signUp", {"returnSecureToken": True}))
+    assert jwt.decode(guest["idToken"], options={"verify_signature": False})["firebase"]["sign_in_provider"] == "anonymous"
     [user] = ok(srv.lookup(guest["idToken"]))["users"]
     assert "email" not in user and user.get("providerUserInfo", []) == [], user
     email = unique_email("idp-guest")

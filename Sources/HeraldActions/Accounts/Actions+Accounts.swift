@@ -18,7 +18,9 @@ extension Actions {
         }
         let account = try await offload { try self.createAccount(request, as: caller, now: now) }
         guard caller == .app else { return SignUpResult(account: account, session: nil) }
-        return SignUpResult(account: account, session: try await session(for: account, now: now))
+        // A guest's session is Firebase's `anonymous` sign-in.
+        let provider = account.email == nil ? "anonymous" : "password"
+        return SignUpResult(account: account, session: try await session(for: account, provider: provider, now: now))
     }
 
     /// Creates the account of a sign-up (see `signUp`), without a session.

@@ -35,11 +35,20 @@ extension Actions {
         let refreshToken = ActionCode.generate().plaintext
         let record = RefreshTokenRecord(hash: ActionCode.hash(refreshToken), uid: account.uid, provider: provider, issuedAt: now)
         let store = store
-        try await offload { try store.createRefreshToken(record) }
-        let idToken = try await tokens.issue(for: account, provider: provider, authTime: now, now: now)
+        let identities = try await offload { () throws -> [FederatedIdentity] in
+            try store.createRefreshToken(record)
+            return try Self.linkedIdentities(of: account, in: store)
+        }
+        let idToken = try await tokens.issue(for: account, provider: provider, identities: identities, authTime: now, now: now)
         return Session(
             idToken: idToken, refreshToken: refreshToken, expiresIn: String(Int(IDTokens.lifetime)), localId: account.uid,
             email: account.email ?? "")
+    }
+
+    /// The provider identities an ID token lists (`firebase.identities`); none read for accounts without providers.
+    static func linkedIdentities(of account: Account, in store: any HeraldStore) throws -> [FederatedIdentity] {
+        guard account.providers.contains(where: { $0 != "password" && $0 != "emailLink" }) else { return [] }
+        return try store.identities(uid: account.uid)
     }
 
     /// `securetoken.googleapis.com/v1/token`: a fresh ID token for a refresh token, which stays the same.
@@ -56,7 +65,7 @@ extension Actions {
         guard let refreshToken, !refreshToken.isEmpty else { throw HeraldError(.missingRefreshToken, "") }
         try requireAccountOwnership("a refresh token")
         let store = store
-        let (record, account) = try await offload { () throws -> (RefreshTokenRecord, Account) in
+        let (record, account, identities) = try await offload { () throws -> (RefreshTokenRecord, Account, [FederatedIdentity]) in
             guard let record = try store.refreshToken(hash: ActionCode.hash(refreshToken)) else {
                 throw HeraldError(.invalidRefreshToken, "")
             }
@@ -66,9 +75,10 @@ extension Actions {
             }
             guard !account.disabled else { throw HeraldError(.userDisabled, "") }
             guard record.issuedAt.milliseconds >= account.validSince else { throw HeraldError(.tokenExpired, "") }
-            return (record, account)
+            return (record, account, try Self.linkedIdentities(of: account, in: store))
         }
-        let idToken = try await idTokens().issue(for: account, provider: record.provider, authTime: record.issuedAt, now: now)
+        let idToken = try await idTokens().issue(
+            for: account, provider: record.provider, identities: identities, authTime: record.issuedAt, now: now)
         return Session(
             idToken: idToken, refreshToken: refreshToken, expiresIn: String(Int(IDTokens.lifetime)), localId: account.uid,
             email: account.email ?? "")

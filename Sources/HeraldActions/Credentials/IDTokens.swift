@@ -46,9 +46,12 @@ public final class IDTokens: Sendable {
     }
 
     /// Signs an ID token for `account`, from a session that began at `authTime` with `provider`.
-    public func issue(for account: Account, provider: String, authTime: Date, now: Date = Date()) async throws -> String {
+    public func issue(
+        for account: Account, provider: String, identities linked: [FederatedIdentity] = [], authTime: Date, now: Date = Date()
+    ) async throws -> String {
         var identities: [String: [String]] = [:]
         if let email = account.email { identities["email"] = [email] }
+        for identity in linked { identities[identity.providerId, default: []].append(identity.rawId) }
         let issued = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let payload = Payload(
             iss: IssuerClaim(value: issuer), aud: AudienceClaim(value: [projectID]), sub: SubjectClaim(value: account.uid),
