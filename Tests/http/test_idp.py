@@ -198,3 +198,11 @@ def test_email_link_sign_in_adds_email_link_to_a_provider_only_account(server, o
     assert signed["localId"] == created["localId"]
     methods = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
     assert methods["signinMethods"] == ["emailLink", "oidc.acme"], methods
+
+
+def test_update_answers_list_linked_providers_as_they_know_the_user(server, oidc_issuer):
+    srv = oidc_server(server, oidc_issuer)
+    created = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-up", email=unique_email("idp-up"), name="Up")))
+    updated = ok(srv.post("accounts:update", {"idToken": created["idToken"], "displayName": "Renamed"}))
+    [acme] = updated["providerUserInfo"]
+    assert acme["providerId"] == "oidc.acme" and acme["rawId"] == "sub-up" and acme["displayName"] == "Up", updated

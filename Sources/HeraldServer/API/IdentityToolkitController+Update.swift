@@ -21,7 +21,8 @@ extension IdentityToolkitController {
             var edit = body.profileEdit
             edit.locale = locale?.value
             let update = try await actions.updateOwnAccount(idToken: idToken, edit)
-            var reply = UpdateReply(updated: update.account)
+            let identities = try await offload { try actions.identities(of: update.account.uid) }
+            var reply = UpdateReply(updated: update.account, identities: identities)
             if body.email != nil { reply.newEmail = update.account.email }
             if let session = update.session {
                 reply.idToken = session.idToken
@@ -33,8 +34,11 @@ extension IdentityToolkitController {
         guard context.caller == .admin else { throw HeraldError(.invalidRequestType, "Unsupported request parameters.") }
         guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
         let edit = body.edit
-        let account = try await offload { try actions.editAccount(uid: uid, edit) }
-        return UpdateReply(updated: account)
+        let (account, identities) = try await offload {
+            let account = try actions.editAccount(uid: uid, edit)
+            return (account, try actions.identities(of: uid))
+        }
+        return UpdateReply(updated: account, identities: identities)
     }
 }
 
@@ -115,20 +119,21 @@ struct UpdateReply: ResponseEncodable {
     var refreshToken: String?
     var expiresIn: String?
 
-    /// After a code: the account, and the address it changed to.
+    /// After a code: the account, and the address it changed to. (A code's answer lists providers by the
+    /// account's email only, as before providers existed; `lookup` shows them in full.)
     init(applied account: Account, newEmail: String?) {
-        self.init(updated: account)
+        self.init(updated: account, identities: [])
         self.newEmail = newEmail
     }
 
     /// After the owner's or an admin's edit.
-    init(updated account: Account) {
+    init(updated account: Account, identities: [FederatedIdentity]) {
         localId = account.uid
         email = account.email
         emailVerified = account.emailVerified
         displayName = account.displayName
         photoUrl = account.photoURL
         passwordHash = account.passwordHash == nil ? nil : UserInfo.redactedPasswordHash
-        providerUserInfo = UserInfo.providers(of: account, identities: [])  // TODO(#11): the linked identities
+        providerUserInfo = UserInfo.providers(of: account, identities: identities)
     }
 }
