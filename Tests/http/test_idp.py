@@ -206,3 +206,13 @@ def test_update_answers_list_linked_providers_as_they_know_the_user(server, oidc
     updated = ok(srv.post("accounts:update", {"idToken": created["idToken"], "displayName": "Renamed"}))
     [acme] = updated["providerUserInfo"]
     assert acme["providerId"] == "oidc.acme" and acme["rawId"] == "sub-up" and acme["displayName"] == "Up", updated
+
+
+def test_forged_assertions_count_as_failed_sign_ins_of_the_client(server, oidc_issuer):
+    srv = server(providers={"oidc": {"acme": oidc_issuer.herald_provider()}}, limits={"ipSignInFailuresPerHour": 3})
+    email = unique_email("idp-forger")
+    for _ in range(3):
+        assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("s", email=email, key=new_rsa_key())),
+                     "INVALID_IDP_RESPONSE")
+    # Now even a good assertion from this client waits, as a password guesser does.
+    assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("s", email=email)), "TOO_MANY_ATTEMPTS_TRY_LATER")

@@ -42,7 +42,18 @@ extension Actions {
     public func signInWithIdp(_ request: IdpSignInRequest, now: Date = Date()) async throws -> IdpSignInResult {
         try requireAccountOwnership("signInWithIdp")
         let assertion = try IdpAssertion(postBody: request.postBody, requestUri: request.requestUri)
-        let (identity, rawUserInfo, trusted) = try await verify(assertion)
+        // Forged or stale assertions count as failed sign-ins of the client, as wrong passwords do.
+        if let ip = request.visitor.ip, !clientFailures.allows(ip, now: now) {
+            let refusal = LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut)
+            throw try await offload { self.refused(refusal, now: now) }
+        }
+        let (identity, rawUserInfo, trusted): (FederatedIdentity, String, Bool)
+        do {
+            (identity, rawUserInfo, trusted) = try await verify(assertion)
+        } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce].contains(error.code) {
+            if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }
+            throw error
+        }
         var linking: String?
         if let token = request.idToken { linking = try await account(forIDToken: token).uid }
         let linkingUID = linking
