@@ -24,6 +24,8 @@ public final class Actions: Sendable {
     let messageDomain: String
     let links: ActionLinkBuilder
     let forms: FormSigner
+    /// Seals the hosted sign-in handler's state and assertions.
+    let handlerSeal: FlowSeal
     /// The ID-token keys, read (or created) on first use: commands that never sign need no key file.
     private let idTokenKeys = Mutex<IDTokens?>(nil)
     let logger: Logger
@@ -56,6 +58,7 @@ public final class Actions: Sendable {
         let secret = configuration.server.tokenSecret
         let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))
         forms = FormSigner(key: key)
+        handlerSeal = FlowSeal(serverKey: key)
         self.logger = logger
         let limits = configuration.limits
         sendLimiter = ClientLimiter(rules: [

@@ -34,6 +34,7 @@ public enum HeraldServer {
         router.addRoutes(SecureTokenController(actions: actions).routes)
         router.addRoutes(PublicKeysController(tokens: tokens).routes)
         router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
+        router.addRoutes(try SignInHandlerController(actions: actions, pages: pages).routes)
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
         router.get("health") { _, _ in

@@ -12,11 +12,12 @@ import hmac
 import json
 import secrets
 import time
-from urllib.parse import quote, urlsplit, parse_qsl
+from urllib.parse import parse_qs, parse_qsl, quote, quote_plus, urlencode, urlsplit
 
 import jwt
 import pytest
 import requests
+from oauthlib.oauth1 import SIGNATURE_HMAC_SHA1, Client
 
 from idp_peers import CLIENT_ID, OAuth1Provider, OIDCIssuer, client_header, new_rsa_key
 
@@ -273,3 +274,349 @@ def test_module_level_client_header_matches_oauthlib_defaults(oauth1_provider: O
     assert oauth1_provider.herald_provider() == {"consumerKey": oauth1_provider.consumer_key,
                                                  "consumerSecret": oauth1_provider.consumer_secret,
                                                  "apiBaseUrl": oauth1_provider.base_url}
+
+
+# =========================================================================== OAuth 1.0a 3-legged flow (Twitter)
+CALLBACK = "http://127.0.0.1:9/__/auth/handler?apiKey=k1&providerId=twitter.com"
+HTML = "text/html; charset=utf-8"
+
+
+def _oauth_post(url: str, consumer_key: str, consumer_secret: str, *, token=None, token_secret=None,
+                callback_uri=None, verifier=None, body=None, timestamp=None) -> requests.Response:
+    """POST `url` signed by oauthlib.oauth1.Client (HMAC-SHA1, protocol parameters in the Authorization
+    header), as a correct client would. `body`: form fields, signed too."""
+    client = Client(consumer_key, client_secret=consumer_secret, resource_owner_key=token,
+                    resource_owner_secret=token_secret, callback_uri=callback_uri, verifier=verifier,
+                    signature_method=SIGNATURE_HMAC_SHA1, timestamp=timestamp)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
+    uri, headers, signed_body = client.sign(url, http_method="POST", body=urlencode(body) if body else None,
+                                            headers=headers)
+    return requests.post(uri, headers=headers, data=signed_body, timeout=TIMEOUT)
+
+
+def _request_token(provider: OAuth1Provider, callback_uri=CALLBACK, **kwargs) -> requests.Response:
+    return _oauth_post(provider.request_token_url, kwargs.pop("consumer_key", provider.consumer_key),
+                       kwargs.pop("consumer_secret", provider.consumer_secret), callback_uri=callback_uri, **kwargs)
+
+
+def _access_token(provider: OAuth1Provider, token: str, secret: str, verifier, **kwargs) -> requests.Response:
+    return _oauth_post(provider.access_token_url, provider.consumer_key,
+                       kwargs.pop("consumer_secret", provider.consumer_secret), token=token, token_secret=secret,
+                       verifier=verifier, **kwargs)
+
+
+def _form(answer: requests.Response) -> list:
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["Content-Type"] == HTML
+    return parse_qsl(answer.text, keep_blank_values=True, strict_parsing=True)
+
+
+def _new_request_token(provider: OAuth1Provider, callback_uri=CALLBACK) -> tuple:
+    form = dict(_form(_request_token(provider, callback_uri)))
+    return form["oauth_token"], form["oauth_token_secret"]
+
+
+def _browser(url: str) -> requests.Response:
+    """The browser's GET, without following the redirect back to the callback."""
+    return requests.get(url, allow_redirects=False, timeout=TIMEOUT)
+
+
+def _approve(provider: OAuth1Provider, token: str, account) -> str:
+    provider.approve_as = account
+    answer = _browser(provider.authenticate_url(token))
+    assert answer.status_code == 302, answer.text
+    return parse_qs(urlsplit(answer.headers["Location"]).query)["oauth_verifier"][0]
+
+
+def _code(answer: requests.Response) -> int:
+    return answer.json()["errors"][0]["code"]
+
+
+def test_three_legged_flow_signs_in_the_approved_user(oauth1_provider: OAuth1Provider):
+    ann = oauth1_provider.add_user(name="Ann", screen_name="ann", email="ann@example.com")
+
+    # 1. request token: consumer only, oauth_callback among the protocol parameters
+    answer = _request_token(oauth1_provider)
+    form = _form(answer)
+    assert [k for k, _ in form] == ["oauth_token", "oauth_token_secret", "oauth_callback_confirmed"]
+    token, secret = form[0][1], form[1][1]
+    assert form[2][1] == "true" and len(token) == len(secret) == 32
+    state = oauth1_provider.request_tokens[token]
+    assert state.secret == secret and state.callback == CALLBACK and state.state == "pending"
+    first = oauth1_provider.requests[-1]
+    assert first.path == "/oauth/request_token" and first.method == "POST" and first.verified
+    assert first.oauth_params["oauth_callback"] == CALLBACK and "oauth_token" not in first.oauth_params
+
+    # 2. the browser at the approval page: back to the callback with the token and a verifier
+    oauth1_provider.approve_as = ann
+    answer = _browser(oauth1_provider.authenticate_url(token, force_login="true", lang="fr"))
+    assert answer.status_code == 302 and answer.headers["Content-Type"] == HTML
+    location = answer.headers["Location"]
+    assert location.startswith(CALLBACK + "&oauth_token=")
+    back = parse_qs(urlsplit(location).query)
+    assert back["apiKey"] == ["k1"] and back["oauth_token"] == [token]
+    verifier = back["oauth_verifier"][0]
+    assert oauth1_provider.authorizations == [{"oauth_token": token, "force_login": "true", "lang": "fr"}]
+    assert state.state == "approved" and state.account is ann and state.verifier == verifier
+
+    # 3. access token: consumer + request token, oauth_verifier in the Authorization header
+    answer = _access_token(oauth1_provider, token, secret, verifier)
+    assert _form(answer) == [("oauth_token", ann.token), ("oauth_token_secret", ann.secret),
+                             ("user_id", ann.id_str), ("screen_name", "ann")]
+    assert oauth1_provider.requests[-1].verified and oauth1_provider.requests[-1].oauth_params[
+        "oauth_verifier"] == verifier
+    assert state.state == "used"
+
+    # 4. the access token works at verify_credentials
+    me = _get(oauth1_provider, oauth1_provider.client_header(ann.token, ann.secret))
+    assert me.status_code == 200 and me.json()["email"] == "ann@example.com"
+
+    # The request token is single use.
+    again = _access_token(oauth1_provider, token, secret, verifier)
+    assert again.status_code == 401 and _code(again) == 89
+    assert [(r.path, r.status) for r in oauth1_provider.requests] == [
+        ("/oauth/request_token", 200), ("/oauth/authenticate", 302), ("/oauth/access_token", 200),
+        ("/1.1/account/verify_credentials.json", 200), ("/oauth/access_token", 401)]
+
+
+def test_verifier_in_the_body_or_query_and_the_authorize_path(oauth1_provider: OAuth1Provider):
+    ann = oauth1_provider.add_user()
+    callback = "https://app.example.com/cb"  # no query: the answer starts one
+    token, secret = _new_request_token(oauth1_provider, callback)
+    oauth1_provider.approve_as = ann
+    answer = _browser(oauth1_provider.authenticate_url(token, path="/oauth/authorize"))
+    assert answer.status_code == 302 and answer.headers["Location"].startswith(f"{callback}?oauth_token={token}&")
+    verifier = parse_qs(urlsplit(answer.headers["Location"]).query)["oauth_verifier"][0]
+    # oauth_verifier as a (signed) form field beside the Authorization header, as Twitter's docs show it
+    answer = _access_token(oauth1_provider, token, secret, None, body={"oauth_verifier": verifier})
+    assert dict(_form(answer))["oauth_token"] == ann.token
+    assert "oauth_verifier" not in (oauth1_provider.requests[-1].authorization or "")
+
+    token, secret = _new_request_token(oauth1_provider, callback)
+    verifier = _approve(oauth1_provider, token, ann)
+    url = f"{oauth1_provider.access_token_url}?{urlencode({'oauth_verifier': verifier})}"
+    answer = _oauth_post(url, oauth1_provider.consumer_key, oauth1_provider.consumer_secret, token=token,
+                         token_secret=secret)
+    assert dict(_form(answer))["user_id"] == ann.id_str
+
+
+def test_three_legged_refusals(oauth1_provider: OAuth1Provider):
+    ann = oauth1_provider.add_user()
+
+    # request_token
+    bad = _request_token(oauth1_provider, consumer_secret="not-the-consumer-secret")
+    assert bad.status_code == 401 and bad.json() == COULD_NOT_AUTHENTICATE
+    bad = _request_token(oauth1_provider, consumer_key="someone-elses-key")
+    assert bad.status_code == 401 and bad.json() == COULD_NOT_AUTHENTICATE
+    bad = _request_token(oauth1_provider, callback_uri=None)
+    assert bad.status_code == 400 and _code(bad) == 215
+    assert oauth1_provider.requests[-1].error_description == "Missing callback URI."
+    bad = _request_token(oauth1_provider, token=ann.token, token_secret=ann.secret)  # must be consumer-only
+    assert bad.status_code == 401 and _code(bad) == 32
+    bad = _request_token(oauth1_provider, callback_uri="oob")
+    assert bad.status_code == 403 and _code(bad) == 415
+    bad = _request_token(oauth1_provider, timestamp=str(int(time.time()) - 601))
+    assert bad.status_code == 401 and _code(bad) == 135
+    bad = requests.get(oauth1_provider.request_token_url, timeout=TIMEOUT)
+    assert bad.status_code == 404 and _code(bad) == 34
+    assert not oauth1_provider.request_tokens and not any(r.verified for r in oauth1_provider.requests)
+
+    # authenticate: unknown token, no decision, deny
+    bad = _browser(oauth1_provider.authenticate_url("unknown-token"))
+    assert bad.status_code == 401 and _code(bad) == 89
+    token, secret = _new_request_token(oauth1_provider)
+    undecided = _browser(oauth1_provider.authenticate_url(token))
+    assert undecided.status_code == 200 and undecided.headers["Content-Type"] == HTML
+    oauth1_provider.approve_as = "deny"
+    denied = _browser(oauth1_provider.authenticate_url(token))
+    assert denied.status_code == 302 and denied.headers["Location"] == f"{CALLBACK}&denied={token}"
+    assert oauth1_provider.request_tokens[token].state == "denied"
+    assert _code(_browser(oauth1_provider.authenticate_url(token))) == 89  # decided once
+    bad = _access_token(oauth1_provider, token, secret, "any-verifier")
+    assert bad.status_code == 401 and _code(bad) == 89
+
+    # access_token: wrong verifier, signatures, no verifier; then the right one, once
+    token, secret = _new_request_token(oauth1_provider)
+    verifier = _approve(oauth1_provider, token, ann)
+    bad = _access_token(oauth1_provider, token, secret, verifier[::-1])
+    assert bad.status_code == 401 and _code(bad) == 32
+    assert oauth1_provider.requests[-1].error_description == "wrong oauth_verifier"
+    bad = _access_token(oauth1_provider, token, "not-the-token-secret", verifier)
+    assert bad.status_code == 401 and _code(bad) == 32
+    bad = _access_token(oauth1_provider, token, secret, verifier, consumer_secret="not-the-consumer-secret")
+    assert bad.status_code == 401 and _code(bad) == 32
+    bad = _access_token(oauth1_provider, token, secret, None)
+    assert bad.status_code == 400 and _code(bad) == 215
+    bad = _access_token(oauth1_provider, "unknown-token", secret, verifier)
+    assert bad.status_code == 401 and _code(bad) == 89
+    assert oauth1_provider.request_tokens[token].state == "approved"  # failures do not use it up
+    assert _access_token(oauth1_provider, token, secret, verifier).status_code == 200
+    bad = _access_token(oauth1_provider, token, secret, verifier)
+    assert bad.status_code == 401 and _code(bad) == 89
+    assert _code(_browser(oauth1_provider.authenticate_url(token))) == 89
+
+    # request tokens expire (10 minutes)
+    token, secret = _new_request_token(oauth1_provider)
+    assert 590 < oauth1_provider.request_tokens[token].expires_at - time.time() <= 600
+    oauth1_provider.request_tokens[token].expires_at = time.time() - 1
+    assert _code(_browser(oauth1_provider.authenticate_url(token))) == 89
+    token, secret = _new_request_token(oauth1_provider)
+    verifier = _approve(oauth1_provider, token, ann)
+    oauth1_provider.request_tokens[token].expires_at = time.time() - 1
+    bad = _access_token(oauth1_provider, token, secret, verifier)
+    assert bad.status_code == 401 and _code(bad) == 89
+
+
+# =========================================================================== OIDC authorization-code flow
+REDIRECT = "http://127.0.0.1:9/__/auth/handler?apiKey=k1"
+ANN = {"sub": "ann-1", "email": "Ann@Example.com", "email_verified": True, "name": "Ann"}
+
+
+def _authorize(issuer: OIDCIssuer, redirect_uri=REDIRECT, **kwargs) -> requests.Response:
+    return _browser(issuer.authorize_url(redirect_uri, **kwargs))
+
+
+def _grant(issuer: OIDCIssuer, redirect_uri=REDIRECT, **kwargs) -> str:
+    answer = _authorize(issuer, redirect_uri, **kwargs)
+    assert answer.status_code == 302, answer.text
+    return parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
+
+
+def _basic(client_id: str, client_secret: str) -> str:
+    """RFC 6749 §2.3.1: each part form-urlencoded, then HTTP Basic."""
+    return "Basic " + base64.b64encode(f"{quote_plus(client_id)}:{quote_plus(client_secret)}".encode()).decode()
+
+
+def _token(issuer: OIDCIssuer, code: str, redirect_uri=REDIRECT, secret=None, basic=False, **extra):
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, **extra}
+    headers = {}
+    secret = issuer.client_secret if secret is None else secret
+    if basic:
+        headers["Authorization"] = _basic(issuer.client_id, secret)
+    else:
+        form.update(client_id=issuer.client_id, client_secret=secret)
+    return requests.post(issuer.token_endpoint, data=form, headers=headers, timeout=TIMEOUT)
+
+
+def test_authorization_code_flow(oidc_issuer: OIDCIssuer):
+    disco = requests.get(oidc_issuer.discovery_url, timeout=TIMEOUT).json()
+    assert disco["authorization_endpoint"] == f"{oidc_issuer.base_url}/authorize" == oidc_issuer.authorization_endpoint
+    assert disco["token_endpoint"] == f"{oidc_issuer.base_url}/token" == oidc_issuer.token_endpoint
+    assert disco["response_types_supported"] == ["code"]
+    assert disco["token_endpoint_auth_methods_supported"] == ["client_secret_post", "client_secret_basic"]
+
+    oidc_issuer.approve_as = ANN
+    answer = _authorize(oidc_issuer, state="st-1", nonce="n-1", prompt="select_account")
+    assert answer.status_code == 302
+    location = answer.headers["Location"]
+    assert location.startswith(REDIRECT + "&code=")
+    back = parse_qs(urlsplit(location).query)
+    assert back["state"] == ["st-1"] and back["apiKey"] == ["k1"]
+    code = back["code"][0]
+    assert oidc_issuer.authorizations == [{"client_id": CLIENT_ID, "redirect_uri": REDIRECT, "response_type": "code",
+                                           "scope": "openid email profile", "state": "st-1", "nonce": "n-1",
+                                           "prompt": "select_account"}]
+    assert 55 < oidc_issuer.codes[code].expires_at - time.time() <= 60
+
+    answer = _token(oidc_issuer, code)  # client_secret_post
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["Content-Type"].startswith("application/json")
+    assert answer.headers["Cache-Control"] == "no-store"
+    body = answer.json()
+    assert body["token_type"] == "Bearer" and body["expires_in"] == 3600 and body["scope"] == "openid email profile"
+    assert body["access_token"] and set(body) == {"access_token", "token_type", "expires_in", "id_token", "scope"}
+    claims = _verify(oidc_issuer, body["id_token"])
+    assert claims["sub"] == "ann-1" and claims["email"] == "Ann@Example.com" and claims["email_verified"] is True
+    assert claims["name"] == "Ann" and claims["nonce"] == "n-1"
+    assert claims["iss"] == oidc_issuer.issuer and claims["aud"] == CLIENT_ID
+
+    # client_secret_basic; no nonce at /authorize → none in the token
+    code = _grant(oidc_issuer, state="st-2")
+    answer = _token(oidc_issuer, code, basic=True)
+    assert answer.status_code == 200, answer.text
+    assert "nonce" not in _verify(oidc_issuer, answer.json()["id_token"])
+    assert [(t.auth_method, t.status, t.error) for t in oidc_issuer.token_requests] == [
+        ("client_secret_post", 200, ""), ("client_secret_basic", 200, "")]
+    assert oidc_issuer.token_requests[0].form["code"] and oidc_issuer.token_requests[1].client_id == CLIENT_ID
+
+
+def test_basic_credentials_are_form_urlencoded_and_pkce(oidc_issuer_factory):
+    issuer = oidc_issuer_factory(client_id="herald:test client", client_secret="s3cr+t/with:odd chars%")
+    issuer.approve_as = {"sub": "u-2", "email": "u2@example.com", "email_verified": False, "hd": "example.com"}
+    answer = _token(issuer, _grant(issuer, nonce="n-2"), basic=True)
+    assert answer.status_code == 200, answer.text
+    claims = _verify(issuer, answer.json()["id_token"], audience="herald:test client")
+    assert claims["email_verified"] is False and claims["hd"] == "example.com" and claims["nonce"] == "n-2"
+    # The raw (not form-urlencoded) secret in Basic fails.
+    raw = "Basic " + base64.b64encode(f"{issuer.client_id}:{issuer.client_secret}".encode()).decode()
+    bad = requests.post(issuer.token_endpoint, data={"grant_type": "authorization_code",
+                                                     "code": _grant(issuer), "redirect_uri": REDIRECT},
+                        headers={"Authorization": raw}, timeout=TIMEOUT)
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+    assert bad.headers["WWW-Authenticate"].startswith("Basic")
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    code = _grant(issuer, code_challenge=challenge, code_challenge_method="S256")
+    bad = _token(issuer, code, code_verifier="not-" + verifier)
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_grant"
+    assert _token(issuer, code, code_verifier=verifier).status_code == 200
+
+
+def test_authorization_code_refusals(oidc_issuer: OIDCIssuer):
+    # /authorize: a bad request is answered 400 text/plain, never redirected
+    for url in (oidc_issuer.authorize_url(REDIRECT, client_id="someone-else"),
+                oidc_issuer.authorize_url(REDIRECT, response_type="token"),
+                oidc_issuer.authorize_url(REDIRECT, scope="email profile"),
+                oidc_issuer.authorize_url("javascript:alert(1)"),
+                oidc_issuer.authorize_url(REDIRECT) + "&state=a&state=b",
+                f"{oidc_issuer.authorization_endpoint}?client_id={quote(CLIENT_ID)}&response_type=code&scope=openid"):
+        answer = _browser(url)
+        assert answer.status_code == 400 and answer.headers["Content-Type"] == "text/plain; charset=utf-8", url
+        assert "Location" not in answer.headers
+    assert len(oidc_issuer.authorizations) == 6 and not oidc_issuer.codes
+
+    undecided = _authorize(oidc_issuer, state="s")
+    assert undecided.status_code == 200 and undecided.headers["Content-Type"] == HTML
+    oidc_issuer.approve_as = "deny"
+    denied = _authorize(oidc_issuer, state="s 1")
+    assert denied.status_code == 302 and denied.headers["Location"] == f"{REDIRECT}&error=access_denied&state=s+1"
+    assert not oidc_issuer.codes
+
+    # /token
+    oidc_issuer.approve_as = ANN
+    code = _grant(oidc_issuer, nonce="n")
+    bad = _token(oidc_issuer, code, secret="not-the-secret")
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+    bad = _token(oidc_issuer, code, secret="not-the-secret", basic=True)
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+    bad = requests.post(oidc_issuer.token_endpoint, data={"grant_type": "authorization_code", "code": code,
+                                                          "redirect_uri": REDIRECT}, timeout=TIMEOUT)
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"  # no client authentication
+    bad = requests.post(oidc_issuer.token_endpoint, timeout=TIMEOUT,
+                        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                              "client_id": CLIENT_ID, "client_secret": oidc_issuer.client_secret},
+                        headers={"Authorization": _basic(CLIENT_ID, oidc_issuer.client_secret)})
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_request"  # two methods
+    bad = _token(oidc_issuer, code, redirect_uri=REDIRECT + "&x=1")
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_grant"
+    bad = _token(oidc_issuer, code, grant_type="refresh_token")
+    assert bad.status_code == 400 and bad.json()["error"] == "unsupported_grant_type"
+    bad = requests.post(oidc_issuer.token_endpoint, timeout=TIMEOUT,
+                        json={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                              "client_id": CLIENT_ID, "client_secret": oidc_issuer.client_secret})
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_request"  # not a form
+    assert requests.get(oidc_issuer.token_endpoint, timeout=TIMEOUT).status_code == 405
+
+    assert _token(oidc_issuer, code).status_code == 200  # the failures did not use the code up
+    reused = _token(oidc_issuer, code)
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    unknown = _token(oidc_issuer, "no-such-code")
+    assert unknown.status_code == 400 and unknown.json()["error"] == "invalid_grant"
+    code = _grant(oidc_issuer)
+    oidc_issuer.codes[code].expires_at = time.time() - 1
+    expired = _token(oidc_issuer, code)
+    assert expired.status_code == 400 and expired.json()["error"] == "invalid_grant"
+    assert [t.error for t in oidc_issuer.token_requests] == [
+        "invalid_client", "invalid_client", "invalid_client", "invalid_request", "invalid_grant",
+        "unsupported_grant_type", "invalid_request", "", "invalid_grant", "invalid_grant", "invalid_grant"]

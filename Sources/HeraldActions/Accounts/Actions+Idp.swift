@@ -8,13 +8,18 @@ public struct IdpSignInRequest: Sendable {
     public var requestUri: String?
     /// The signed-in account asking to link the provider (Firebase's `idToken`), if any.
     public var idToken: String?
+    /// The session id the app started the hosted sign-in handler with (its SHA-256 went to the handler).
+    public var sessionId: String?
     /// Who asked, as the ledger's `account_events` record it.
     public var visitor: Visitor
 
-    public init(postBody: String?, requestUri: String?, idToken: String? = nil, visitor: Visitor = Visitor(ip: nil, userAgent: nil)) {
+    public init(
+        postBody: String?, requestUri: String?, idToken: String? = nil, sessionId: String? = nil, visitor: Visitor = Visitor(ip: nil, userAgent: nil)
+    ) {
         self.postBody = postBody
         self.requestUri = requestUri
         self.idToken = idToken
+        self.sessionId = sessionId
         self.visitor = visitor
     }
 }
@@ -41,14 +46,16 @@ extension Actions {
     ///   `USER_DISABLED`, the ID token's errors when linking.
     public func signInWithIdp(_ request: IdpSignInRequest, now: Date = Date()) async throws -> IdpSignInResult {
         try requireAccountOwnership("signInWithIdp")
-        let assertion = try IdpAssertion(postBody: request.postBody, requestUri: request.requestUri)
+        let received = try IdpAssertion(postBody: request.postBody, requestUri: request.requestUri)
         // Forged or stale assertions count as failed sign-ins of the client, as wrong passwords do.
         if let ip = request.visitor.ip, !clientFailures.allows(ip, now: now) {
             let refusal = LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut)
             throw try await offload { self.refused(refusal, now: now) }
         }
         let (identity, rawUserInfo, trusted): (FederatedIdentity, String, Bool)
+        let assertion: IdpAssertion
         do {
+            assertion = try openHandlerAssertion(received, sessionId: request.sessionId, now: now)
             (identity, rawUserInfo, trusted) = try await verify(assertion)
         } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce].contains(error.code) {
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }

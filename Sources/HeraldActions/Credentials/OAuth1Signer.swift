@@ -22,13 +22,16 @@ struct OAuth1Signer: Sendable {
 
     /// The `Authorization` header value for one request. `queryItems` are the request's parameters, unencoded:
     /// its query and, for a form-encoded body, the body's pairs; pairs already in `url`'s query are signed too.
+    /// `token` is absent when asking for a request token; `protocolItems` are further `oauth_` parameters of
+    /// the header (`oauth_callback`, `oauth_verifier`).
     /// The caller supplies `nonce` and `timestamp` (seconds since 1970) so that a signature can be reproduced.
     func authorizationHeader(
         method: String,
         url: String,
         queryItems: [(String, String)],
-        token: String,
+        token: String?,
         tokenSecret: String,
+        protocolItems: [(String, String)] = [],
         nonce: String,
         timestamp: Int
     ) -> String {
@@ -37,9 +40,10 @@ struct OAuth1Signer: Sendable {
             ("oauth_nonce", nonce),
             ("oauth_signature_method", "HMAC-SHA1"),
             ("oauth_timestamp", String(timestamp)),
-            ("oauth_token", token),
             ("oauth_version", "1.0"),
         ]
+        if let token { protocolParameters.append(("oauth_token", token)) }
+        protocolParameters += protocolItems
         let baseString = Self.signatureBaseString(method: method, url: url, parameters: protocolParameters + queryItems)
         protocolParameters.append(("oauth_signature", signature(of: baseString, tokenSecret: tokenSecret)))
         let fields = protocolParameters.sorted { $0.0 < $1.0 }.map { name, value in

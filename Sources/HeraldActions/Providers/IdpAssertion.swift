@@ -13,13 +13,20 @@ public struct IdpAssertion: Sendable, Hashable {
     public var accessToken: String?
     public var oauthTokenSecret: String?
     public var nonce: String?
+    /// What Herald's hosted sign-in handler got from the provider, sealed into the link it handed the app
+    /// (`heraldAssertion` in `requestUri`); opened only with the session id the app started the flow with.
+    public var sealed: String?
 
-    public init(providerId: String, idToken: String? = nil, accessToken: String? = nil, oauthTokenSecret: String? = nil, nonce: String? = nil) {
+    public init(
+        providerId: String, idToken: String? = nil, accessToken: String? = nil, oauthTokenSecret: String? = nil, nonce: String? = nil,
+        sealed: String? = nil
+    ) {
         self.providerId = providerId
         self.idToken = idToken
         self.accessToken = accessToken
         self.oauthTokenSecret = oauthTokenSecret
         self.nonce = nonce
+        self.sealed = sealed
     }
 
     /// - Throws: `MISSING_REQUEST_URI`-style `INVALID_IDP_RESPONSE` when neither part names a provider,
@@ -35,13 +42,17 @@ public struct IdpAssertion: Sendable, Hashable {
         }
         let idToken = fields["id_token"].flatMap { $0.isEmpty ? nil : $0 }
         let accessToken = fields["access_token"].flatMap { $0.isEmpty ? nil : $0 }
-        guard idToken != nil || accessToken != nil else {
+        let sealed = fields[Self.sealedField].flatMap { $0.isEmpty ? nil : $0 }
+        guard idToken != nil || accessToken != nil || sealed != nil else {
             throw HeraldError(.invalidCredentialOrProviderID, "the assertion carries neither id_token nor access_token")
         }
         self.init(
             providerId: providerId, idToken: idToken, accessToken: accessToken,
-            oauthTokenSecret: fields["oauth_token_secret"], nonce: fields["nonce"])
+            oauthTokenSecret: fields["oauth_token_secret"], nonce: fields["nonce"], sealed: sealed)
     }
+
+    /// The `requestUri` parameter carrying a sealed handler assertion.
+    static let sealedField = "heraldAssertion"
 
     /// The query and the fragment of a URI (either may be empty).
     static func split(_ uri: String) -> (query: String, fragment: String) {

@@ -2,16 +2,68 @@ import Foundation
 import HeraldCore
 import HeraldMail
 
-/// Checks a Twitter access token and secret (OAuth 1.0a) by calling `account/verify_credentials` signed with
-/// the app's consumer key and secret, and reads the user from the answer.
+/// Twitter's side of OAuth 1.0a under the app's consumer key and secret: checking an access token and secret
+/// with `account/verify_credentials`, and the three-legged exchange of the hosted sign-in handler
+/// (`oauth/request_token`, the user's approval at `oauth/authenticate`, `oauth/access_token`).
 struct TwitterVerifier: Sendable {
     let settings: HeraldConfiguration.Providers.Twitter
     var client = CurlHTTPClient(timeout: 10)
 
+    private var base: String {
+        settings.apiBaseURL.hasSuffix("/") ? String(settings.apiBaseURL.dropLast()) : settings.apiBaseURL
+    }
+
+    /// Step one: a request token whose approval returns the browser to `callback`.
+    ///
+    /// - Throws: `INVALID_IDP_RESPONSE` when Twitter refuses (a wrong consumer key or secret, a callback URL
+    ///   the app has not registered); `UNAVAILABLE` when Twitter cannot be reached.
+    func requestToken(callback: String) throws -> (token: String, secret: String) {
+        let fields = try exchange(
+            base + "/oauth/request_token", token: nil, tokenSecret: "", protocolItems: [("oauth_callback", callback)])
+        guard fields["oauth_callback_confirmed"] == "true" else {
+            throw HeraldError(.invalidIDPResponse, "Twitter did not confirm the callback URL")
+        }
+        return (fields["oauth_token"]!, fields["oauth_token_secret"]!)
+    }
+
+    /// Where the browser approves `requestToken`, with the app's extra parameters (`lang`, `force_login`, …).
+    func authorizationURL(requestToken: String, parameters: [(String, String)]) -> String {
+        let query = ([("oauth_token", requestToken)] + parameters).map { "\(OAuth1Signer.percentEncode($0))=\(OAuth1Signer.percentEncode($1))" }
+        return base + "/oauth/authenticate?" + query.joined(separator: "&")
+    }
+
+    /// Step three: the user's access token and secret for an approved request token.
+    ///
+    /// - Throws: `INVALID_IDP_RESPONSE` when Twitter refuses the verifier or the token.
+    func accessToken(requestToken: String, secret: String, verifier: String) throws -> (token: String, secret: String) {
+        let fields = try exchange(
+            base + "/oauth/access_token", token: requestToken, tokenSecret: secret, protocolItems: [("oauth_verifier", verifier)])
+        return (fields["oauth_token"]!, fields["oauth_token_secret"]!)
+    }
+
+    /// A signed POST answered with `oauth_token` and `oauth_token_secret` (form-encoded).
+    private func exchange(_ url: String, token: String?, tokenSecret: String, protocolItems: [(String, String)]) throws -> [String: String] {
+        let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)
+        let header = signer.authorizationHeader(
+            method: "POST", url: url, queryItems: [], token: token, tokenSecret: tokenSecret, protocolItems: protocolItems,
+            nonce: String(ActionCode.generate().plaintext.prefix(32)), timestamp: Int(Date().timeIntervalSince1970))
+        let answer = try client.post(url, form: "", headers: ["Authorization: \(header)"])
+        if answer.status >= 500 || answer.status == 429 {
+            throw HeraldError(.unavailable, "Twitter could not answer \(url.split(separator: "/").last ?? "") (HTTP \(answer.status))")
+        }
+        guard answer.status == 200 else {
+            throw HeraldError(.invalidIDPResponse, "Twitter refused \(url.split(separator: "/").last ?? "") (HTTP \(answer.status))")
+        }
+        let fields = Dictionary(IdpAssertion.formFields(String(decoding: answer.body, as: UTF8.self)), uniquingKeysWith: { $1 })
+        guard fields["oauth_token"]?.isEmpty == false, fields["oauth_token_secret"]?.isEmpty == false else {
+            throw HeraldError(.invalidIDPResponse, "Twitter's answer to \(url.split(separator: "/").last ?? "") carries no token")
+        }
+        return fields
+    }
+
     /// - Throws: `INVALID_IDP_RESPONSE` when Twitter refuses the credentials or answers something else;
     ///   `UNAVAILABLE` when Twitter cannot be reached.
     func verify(token: String, secret: String) throws -> (identity: FederatedIdentity, rawUserInfo: String) {
-        let base = settings.apiBaseURL.hasSuffix("/") ? String(settings.apiBaseURL.dropLast()) : settings.apiBaseURL
         let url = base + "/1.1/account/verify_credentials.json"
         let query = [("include_email", "true"), ("skip_status", "true")]
         let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)

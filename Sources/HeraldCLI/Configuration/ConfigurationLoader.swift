@@ -21,10 +21,12 @@ public enum ConfigurationLoader {
         } catch {
             throw HeraldError(.invalidConfiguration, "cannot read config file \(path): \(Self.oneLine(error))")
         }
-        let secrets: Set<String> = [
+        // Providers' client secrets (`HERALD_PROVIDERS_GOOGLE_CLIENT_SECRET`, `…_OIDC_<NAME>_CLIENT_SECRET`) too.
+        let clientSecrets = environment.keys.filter { $0.hasPrefix("HERALD_PROVIDERS_") && $0.hasSuffix("_CLIENT_SECRET") }
+        let secrets = Set(clientSecrets).union([
             "HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET",
             "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET",
-        ]
+        ])
         let env = EnvironmentVariablesProvider(
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
@@ -224,11 +226,16 @@ struct ConfigurationParser {
     private func providers() async throws -> HeraldConfiguration.Providers {
         var providers = HeraldConfiguration.Providers()
         let known = [
-            ("google", "google.com", "https://accounts.google.com", "https://www.googleapis.com/oauth2/v3/certs", true),
-            ("apple", "apple.com", "https://appleid.apple.com", "https://appleid.apple.com/auth/keys", true),
+            OIDCDefaults(
+                section: "google", id: "google.com", issuer: "https://accounts.google.com",
+                jwksURL: "https://www.googleapis.com/oauth2/v3/certs", authorizationURL: "https://accounts.google.com/o/oauth2/v2/auth",
+                tokenURL: "https://oauth2.googleapis.com/token", trusted: true),
+            OIDCDefaults(
+                section: "apple", id: "apple.com", issuer: "https://appleid.apple.com", jwksURL: "https://appleid.apple.com/auth/keys",
+                authorizationURL: "https://appleid.apple.com/auth/authorize", tokenURL: "https://appleid.apple.com/auth/token", trusted: true),
         ]
-        for (section, id, issuer, jwks, trusted) in known {
-            if let provider = try await oidc("providers.\(section)", id: id, issuer: issuer, jwksURL: jwks, trusted: trusted) {
+        for defaults in known {
+            if let provider = try await oidc("providers.\(defaults.section)", defaults) {
                 providers.oidc.append(provider)
             }
         }
@@ -237,7 +244,7 @@ struct ConfigurationParser {
                 throw problem("providers.oidc.\(name)", "expected a name of lower-case letters, digits and hyphens")
             }
             let prefix = "providers.oidc.\(name)"
-            guard let provider = try await oidc(prefix, id: "oidc.\(name)", issuer: nil, jwksURL: nil, trusted: false) else {
+            guard let provider = try await oidc(prefix, OIDCDefaults(section: "oidc.\(name)", id: "oidc.\(name)")) else {
                 throw problem("\(prefix).clientId", "is required")
             }
             providers.oidc.append(provider)
@@ -252,21 +259,49 @@ struct ConfigurationParser {
             }
             providers.twitter = .init(consumerKey: consumerKey, consumerSecret: consumerSecret, apiBaseURL: apiBase, trusted: twitterTrusted)
         }
+        providers.handlerURL = try await text("providers.handlerUrl", "") { $0.isEmpty ? nil : Self.httpURLProblem($0) }
+        providers.appCallbacks = try await list("providers.appCallbacks", []) {
+            $0.range(of: "^[A-Za-z][A-Za-z0-9+._-]*$", options: .regularExpression) == nil
+                ? "'\($0)' is not a URL scheme or an Android package name" : nil
+        }
         return providers
     }
 
+    /// What Herald knows of a well-known OIDC provider; nothing for `oidc.<name>`.
+    private struct OIDCDefaults {
+        var section: String
+        var id: String
+        var issuer = ""
+        var jwksURL = ""
+        var authorizationURL = ""
+        var tokenURL = ""
+        var trusted = false
+    }
+
     /// One OIDC provider's section, or nil when it names no client id.
-    private func oidc(_ prefix: String, id: String, issuer: String?, jwksURL: String?, trusted: Bool) async throws
-        -> HeraldConfiguration.Providers.OIDC?
-    {
+    private func oidc(_ prefix: String, _ defaults: OIDCDefaults) async throws -> HeraldConfiguration.Providers.OIDC? {
         let clientID = try await text("\(prefix).clientId", "") { _ in nil }
-        let issuer = try await text("\(prefix).issuer", issuer ?? "") { $0.isEmpty && !clientID.isEmpty ? "is required" : nil }
-        let url = try await text("\(prefix).jwksUrl", jwksURL ?? "") { $0.isEmpty ? nil : Self.httpURLProblem($0) }
+        let issuer = try await text("\(prefix).issuer", defaults.issuer) { $0.isEmpty && !clientID.isEmpty ? "is required" : nil }
+        let url = try await text("\(prefix).jwksUrl", defaults.jwksURL) { $0.isEmpty ? nil : Self.httpURLProblem($0) }
         let file = try await text("\(prefix).jwksFile", "") { _ in nil }
-        let trusted = try await flag("\(prefix).trusted", trusted)
+        let trusted = try await flag("\(prefix).trusted", defaults.trusted)
+        let authorization = try await text("\(prefix).authorizationUrl", defaults.authorizationURL) {
+            $0.isEmpty ? nil : Self.httpURLProblem($0)
+        }
+        let token = try await text("\(prefix).tokenUrl", defaults.tokenURL) { $0.isEmpty ? nil : Self.httpURLProblem($0) }
+        let secret = try await text("\(prefix).clientSecret", "", secret: true) { _ in nil }
+        let scopes = try await list("\(prefix).scopes", ["openid", "email", "profile"]) {
+            $0.contains(" ") || $0.isEmpty ? "'\($0)' is not one scope" : nil
+        }
         guard !clientID.isEmpty else { return nil }
         guard !url.isEmpty || !file.isEmpty else { throw problem("\(prefix).jwksUrl", "is required (or jwksFile)") }
-        return .init(id: id, issuer: issuer, clientID: clientID, jwksURL: file.isEmpty ? url : "", jwksFile: file, trusted: trusted)
+        var provider = HeraldConfiguration.Providers.OIDC(
+            id: defaults.id, issuer: issuer, clientID: clientID, jwksURL: file.isEmpty ? url : "", jwksFile: file, trusted: trusted)
+        provider.authorizationURL = authorization
+        provider.tokenURL = token
+        provider.clientSecret = secret
+        provider.scopes = scopes
+        return provider
     }
 
     private static func httpURLProblem(_ value: String) -> String? {

@@ -165,6 +165,14 @@ public struct HeraldConfiguration: Sendable {
             /// Whether a verified email from this provider proves the address (it may then take over an
             /// unverified account with that email, as Firebase lets Google do).
             public var trusted: Bool
+            /// The hosted sign-in handler's authorization-code flow: where the browser approves, where the
+            /// handler exchanges the code, and the client secret it authenticates with (from the environment,
+            /// never logged). The flow is off while `authorizationURL` or `tokenURL` is empty.
+            public var authorizationURL = ""
+            public var tokenURL = ""
+            public var clientSecret = ""
+            /// Scopes asked for besides the app's own (`openid` is always asked).
+            public var scopes = ["openid", "email", "profile"]
 
             public init(id: String, issuer: String, clientID: String, jwksURL: String = "", jwksFile: String = "", trusted: Bool) {
                 self.id = id
@@ -174,6 +182,9 @@ public struct HeraldConfiguration: Sendable {
                 self.jwksFile = jwksFile
                 self.trusted = trusted
             }
+
+            /// Whether the hosted sign-in handler can run this provider's browser flow.
+            public var hasWebFlow: Bool { !authorizationURL.isEmpty && !tokenURL.isEmpty }
         }
 
         /// Twitter (OAuth 1.0a): the access token and secret are checked by calling `verify_credentials`.
@@ -194,6 +205,12 @@ public struct HeraldConfiguration: Sendable {
 
         public var oidc: [OIDC] = []
         public var twitter: Twitter?
+        /// The hosted sign-in handler's public URL (`https://auth.example.com/__/auth/handler`), which providers
+        /// return the browser to and which must be registered with them; empty: the URL the app opened.
+        public var handlerURL = ""
+        /// The apps the hosted sign-in handler may return to: iOS URL schemes (the reversed client id, or
+        /// `app-<app id>`) and Android package names. Emulator mode allows any.
+        public var appCallbacks: [String] = []
         public init() {}
 
         /// The OIDC provider with this id, if configured.

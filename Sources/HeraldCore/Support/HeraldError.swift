@@ -69,6 +69,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case unexpectedParameter = "UNEXPECTED_PARAMETER"
             case credentialTooOldLoginAgain = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
             case unavailable = "UNAVAILABLE"
+            case webContextCancelled = "WEB_CONTEXT_CANCELLED"
         }
 
         private let backing: Backing
@@ -86,6 +87,8 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
 
         public static let invalidEmail = Code(.invalidEmail)
         public static let invalidIDPResponse = Code(.invalidIDPResponse)
+        /// The user turned the sign-in down at the provider (the hosted handler's answer to the app).
+        public static let webContextCancelled = Code(.webContextCancelled)
         public static let missingRequestURI = Code(.missingRequestURI)
         public static let invalidCredentialOrProviderID = Code(.invalidCredentialOrProviderID)
         public static let missingOrInvalidNonce = Code(.missingOrInvalidNonce)

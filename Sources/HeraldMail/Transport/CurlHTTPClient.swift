@@ -2,7 +2,8 @@ import CCurlShim
 import Foundation
 import HeraldCore
 
-/// Small blocking HTTPS requests over libcurl: an identity provider's JWKS, Twitter's `verify_credentials`.
+/// Small blocking HTTPS requests over libcurl: an identity provider's JWKS and token endpoint, Twitter's
+/// `verify_credentials` and OAuth 1.0a token exchanges.
 ///
 /// Each call uses its own easy handle, so the client is safe from any thread. Answers larger than
 /// `maxBytes` are refused; redirects are not followed (a provider's endpoints are configured exactly).
@@ -31,6 +32,17 @@ public struct CurlHTTPClient: Sendable {
     ///
     /// - Throws: `HeraldError(.unavailable)` when the server cannot be reached or does not answer in time.
     public func get(_ url: String, headers: [String] = []) throws -> Answer {
+        try perform(url, headers: headers, form: nil)
+    }
+
+    /// POSTs `form` (`application/x-www-form-urlencoded`, already encoded) to `url` with these extra header lines.
+    ///
+    /// - Throws: `HeraldError(.unavailable)` when the server cannot be reached or does not answer in time.
+    public func post(_ url: String, form: String, headers: [String] = []) throws -> Answer {
+        try perform(url, headers: headers + ["Content-Type: application/x-www-form-urlencoded"], form: form)
+    }
+
+    private func perform(_ url: String, headers: [String], form: String?) throws -> Answer {
         guard let handle = curl_easy_init() else { throw HeraldError(.unavailable, "libcurl could not create a handle") }
         defer { curl_easy_cleanup(handle) }
         let sink = Sink(limit: maxBytes)
@@ -46,6 +58,10 @@ public struct CurlHTTPClient: Sendable {
         _ = ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
         _ = ccurl_easy_setopt_callback(handle, CURLOPT_WRITEFUNCTION, bodyCallback)
         _ = ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
+        if let form {
+            // COPYPOSTFIELDS: libcurl keeps its own copy, so the Swift string need not outlive this call.
+            _ = ccurl_easy_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, form)
+        }
         let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
         guard code == CURLE_OK else {
             if sink.overflowed { throw HeraldError(.unavailable, "\(url) answered more than \(maxBytes) bytes") }

@@ -9,7 +9,8 @@ extension IdentityToolkitController {
         guard body.requestUri?.isEmpty == false else { throw HeraldError(.missingRequestURI, "") }
         let result = try await actions.signInWithIdp(
             IdpSignInRequest(
-                postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken, visitor: context.visitor(of: request)))
+                postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken, sessionId: body.sessionId,
+                visitor: context.visitor(of: request)))
         return IdpReply(result)
     }
 }
@@ -19,11 +20,12 @@ struct SignInWithIdpBody: StrictDecodable {
     let requestUri: String?
     let postBody: String?
     let idToken: String?
+    let sessionId: String?
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case requestUri, postBody, idToken }
+    enum CodingKeys: String, CodingKey, CaseIterable { case requestUri, postBody, idToken, sessionId }
 
     static let ignoredFields: Set<String> = [
-        "returnSecureToken", "returnIdpCredential", "returnRefreshToken", "sessionId", "pendingToken", "autoCreate", "tenantId",
+        "returnSecureToken", "returnIdpCredential", "returnRefreshToken", "pendingToken", "autoCreate", "tenantId",
         "pendingIdToken", "delegatedProjectNumber", "tenantProjectNumber",
     ]
 }

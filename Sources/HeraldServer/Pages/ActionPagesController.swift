@@ -136,8 +136,7 @@ struct ActionPagesController: Sendable {
     private func page(
         _ kind: PageRenderer.Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
     ) -> Response {
-        let html = pages.render(kind, lang: lang, message: message, form: form)
-        return Response(status: status, headers: Self.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+        pages.page(kind, lang, message, status, form: form)
     }
 
     static let pageHeaders: HTTPFields = [

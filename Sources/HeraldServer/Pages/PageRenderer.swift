@@ -1,6 +1,7 @@
 import Foundation
 import HeraldActions
 import HeraldCore
+import Hummingbird
 import Mustache
 
 /// Renders the action pages (`templates/pages/page.html.mustache`) in the link's language.
@@ -55,6 +56,16 @@ struct PageRenderer: Sendable {
         let model = PageModel(
             kind: kind, lang: lang, appName: appName, strings: table, message: text, form: form)
         return template.render(model)
+    }
+}
+
+extension PageRenderer {
+    /// One page as a response, with the pages' headers (no caching, no framing, a strict CSP).
+    func page(
+        _ kind: Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
+    ) -> Response {
+        let html = render(kind, lang: lang, message: message, form: form)
+        return Response(status: status, headers: ActionPagesController.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
     }
 }
 

@@ -60,6 +60,8 @@ public protocol AccountStore: Sendable {
 
     /// The provider identities linked to an account, oldest first.
     func identities(uid: String) throws -> [FederatedIdentity]
+    /// The newest identities of one provider (emulator mode's account chooser), at most `limit`.
+    func identities(provider: String, limit: Int) throws -> [FederatedIdentity]
 }
 
 extension AccountStore {

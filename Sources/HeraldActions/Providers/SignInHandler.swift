@@ -1,0 +1,201 @@
+import Crypto
+import Foundation
+import HeraldCore
+
+/// The hosted sign-in handler's request, as the Apple and Android SDKs open it (`OAuthProvider.getCredentialWith`,
+/// `signInWithProvider`): `GET /__/auth/handler` (or `/emulator/auth/handler` under `useEmulator`) with
+/// `apiKey`, `providerId`, `authType`, `eventId`, `sessionId` (the SHA-256, in hex, of a session id the app
+/// keeps), the app (`ibi` with `clientId` or `appId`; `apn`), and optionally `scopes`, `customParameters`
+/// (JSON) and `hl`.
+public struct HandlerStart: Sendable, Hashable, Codable {
+    public var providerId: String
+    public var authType: String
+    public var eventId: String
+    /// The SHA-256 (hex) of the session id the app will present with `verifyAssertion`.
+    public var sessionHash: String
+    public var app: AppReturn
+    /// Extra provider parameters (`lang`, `login_hint`, …), the reserved OAuth ones removed.
+    public var customParameters: [String: String]
+    public var scopes: [String]
+
+    /// Parameters Firebase reserves for itself: an app cannot pass them to the provider.
+    static let reservedParameters: Set<String> = [
+        "client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "oauth_token", "oauth_callback",
+    ]
+
+    /// - Throws: `INVALID_ARGUMENT` naming what is missing or malformed (the handler shows it on a page: with
+    ///   no app to return to, there is nowhere else to say it).
+    public init(query: [String: String], apiKey: String) throws {
+        guard let key = query["apiKey"], Secret.equal(key, apiKey) else {
+            throw HeraldError(.invalidArgument, "API key not valid. Please pass a valid API key.")
+        }
+        guard let provider = query["providerId"]?.lowercased(), !provider.isEmpty else {
+            throw HeraldError(.invalidArgument, "the sign-in handler needs a providerId")
+        }
+        guard let session = query["sessionId"], !session.isEmpty, session.count <= 256 else {
+            throw HeraldError(.invalidArgument, "the sign-in handler needs the app's sessionId")
+        }
+        providerId = provider
+        authType = query["authType"] ?? "signInWithRedirect"
+        eventId = query["eventId"] ?? ""
+        sessionHash = session.lowercased()
+        app = try AppReturn(query: query)
+        var custom: [String: String] = [:]
+        if let json = query["customParameters"], !json.isEmpty {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
+                throw HeraldError(.invalidArgument, "customParameters must be a JSON object")
+            }
+            for (name, value) in object where !Self.reservedParameters.contains(name) {
+                custom[name] = (value as? String) ?? "\(value)"
+            }
+        }
+        customParameters = custom
+        scopes = (query["scopes"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// Whether `sessionId`, as the app presents it to `verifyAssertion`, is the one this flow was started with.
+    static func matches(sessionId: String?, hash: String) -> Bool {
+        guard let sessionId else { return false }
+        let digest = SHA256.hash(data: Data(sessionId.utf8)).map { String(format: "%02x", $0) }.joined()
+        return Secret.equal(digest, hash)
+    }
+}
+
+/// Where the handler sends the browser back: the app that opened it.
+public enum AppReturn: Sendable, Hashable, Codable {
+    /// `<scheme>://<host>/link?deep_link_id=…`: the scheme is the reversed OAuth client id (`clientId`),
+    /// `app-<Firebase app id with : as ->` (`appId`), or the bundle id itself (host `google`).
+    case apple(scheme: String, host: String)
+    /// `intent://firebase.auth/#Intent;scheme=genericidp;package=<apn>;…;end;`.
+    case android(package: String)
+
+    init(query: [String: String]) throws {
+        if let bundle = query["ibi"], !bundle.isEmpty {
+            let scheme: String
+            let host: String
+            if let client = query["clientId"], !client.isEmpty {
+                scheme = client.split(separator: ".").reversed().joined(separator: ".")
+                host = "firebaseauth"
+            } else if let appID = query["appId"], !appID.isEmpty {
+                scheme = "app-" + appID.replacingOccurrences(of: ":", with: "-")
+                host = "firebaseauth"
+            } else {
+                scheme = bundle
+                host = "google"
+            }
+            // RFC 3986 §3.1: a letter, then letters, digits, "+", "-" and ".".
+            guard scheme.range(of: "^[A-Za-z][A-Za-z0-9+.-]{0,199}$", options: .regularExpression) != nil,
+                !["http", "https", "javascript", "data", "file", "blob", "about", "intent"].contains(scheme.lowercased())
+            else {
+                throw HeraldError(.invalidArgument, "the app's callback scheme '\(scheme)' is not a custom URL scheme")
+            }
+            self = .apple(scheme: scheme, host: host)
+        } else if let package = query["apn"], !package.isEmpty {
+            guard package.range(of: "^[A-Za-z][A-Za-z0-9_]*(\\.[A-Za-z][A-Za-z0-9_]*)+$", options: .regularExpression) != nil else {
+                throw HeraldError(.invalidArgument, "'\(package)' is not an Android package name")
+            }
+            self = .android(package: package)
+        } else {
+            throw HeraldError(
+                .invalidArgument,
+                "the sign-in handler serves the Apple (ibi) and Android (apn) SDKs; web apps sign in with the provider's own SDK and signInWithCredential"
+            )
+        }
+    }
+
+    /// The name `providers.appCallbacks` lists to allow this app: its URL scheme, or its Android package.
+    public var callbackName: String {
+        switch self {
+        case .apple(let scheme, _): scheme
+        case .android(let package): package
+        }
+    }
+
+    /// The URL that hands `link` (the provider's answer, for `verifyAssertion`'s `requestUri`) back to the app.
+    func url(authType: String, eventId: String, origin: String, link: String) -> String {
+        url(authType: authType, eventId: eventId, origin: origin, field: ("link", link))
+    }
+
+    /// The URL that tells the app the sign-in failed: Firebase's `firebaseError` (`{"code": "auth/…", "message": …}`).
+    func url(authType: String, eventId: String, origin: String, errorCode: String, message: String) -> String {
+        let json =
+            (try? JSONSerialization.data(withJSONObject: ["code": errorCode, "message": message], options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return url(authType: authType, eventId: eventId, origin: origin, field: ("firebaseError", json))
+    }
+
+    private func url(authType: String, eventId: String, origin: String, field: (String, String)) -> String {
+        let enc = { (text: String) in PercentEncoding.encode(text) }
+        switch self {
+        case .apple(let scheme, let host):
+            // The SDK checks the inner URL's authType and eventId, then reads its link (or firebaseError).
+            var inner = "\(origin)/__/auth/callback?authType=\(enc(authType))&\(field.0)=\(enc(field.1))"
+            if !eventId.isEmpty { inner += "&eventId=\(enc(eventId))" }
+            return "\(scheme)://\(host)/link?deep_link_id=\(enc(inner))"
+        case .android(let package):
+            var intent = "intent://firebase.auth/#Intent;scheme=genericidp;package=\(package);S.authType=\(enc(authType));"
+            if !eventId.isEmpty { intent += "S.eventId=\(enc(eventId));" }
+            return intent + "S.\(field.0)=\(enc(field.1));B.encryptionEnabled=false;end;"
+        }
+    }
+}
+
+/// What the handler keeps between sending the browser to the provider and its return: in an HttpOnly cookie,
+/// sealed, so that any Herald node can finish the flow and nothing about it rests on disk.
+struct PendingApproval: Codable, Sendable {
+    var start: HandlerStart
+    /// Where the provider returns the browser (the handler's own URL).
+    var callback: String
+    /// OAuth 1.0a: the request token and its secret.
+    var requestToken: String?
+    var requestSecret: String?
+    /// OIDC: the `state` and `nonce` sent with the authorization request.
+    var state: String?
+    var nonce: String?
+    var expires: Date
+}
+
+/// What the provider gave the handler, sealed into the link the app receives; `verifyAssertion` opens it with
+/// the app's session id and verifies it as it would a credential from the app itself.
+struct ApprovedAssertion: Codable, Sendable {
+    var providerId: String
+    var sessionHash: String
+    var idToken: String?
+    var accessToken: String?
+    var tokenSecret: String?
+    var nonce: String?
+    var expires: Date
+}
+
+/// AES-256-GCM sealing of the handler's state under a key derived from the server's (`server.tokenSecret`):
+/// tamper-proof and unreadable outside Herald. Each purpose is bound as associated data, so a sealed
+/// cookie cannot pass for a sealed assertion.
+struct FlowSeal: Sendable {
+    let key: SymmetricKey
+
+    init(serverKey: SymmetricKey) {
+        key = HKDF<SHA256>.deriveKey(inputKeyMaterial: serverKey, info: Data("herald sign-in handler".utf8), outputByteCount: 32)
+    }
+
+    func seal<Value: Encodable>(_ value: Value, purpose: String) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let box = try AES.GCM.seal(try encoder.encode(value), using: key, authenticating: Data(purpose.utf8))
+        return Base64URL.encode(Array(box.combined!))
+    }
+
+    /// - Throws: `INVALID_IDP_RESPONSE` when the text was not sealed by this server for this purpose.
+    func open<Value: Decodable>(_ text: String, as type: Value.Type, purpose: String) throws -> Value {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        guard let data = Data(base64Encoded: base64), let box = try? AES.GCM.SealedBox(combined: data),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: Data(purpose.utf8)),
+            let value = try? decoder.decode(type, from: plain)
+        else {
+            throw HeraldError(.invalidIDPResponse, "the sign-in handler's \(purpose) was not issued by this server")
+        }
+        return value
+    }
+}

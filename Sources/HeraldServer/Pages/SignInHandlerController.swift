@@ -1,0 +1,114 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import Hummingbird
+import Mustache
+
+/// The hosted sign-in handler the Apple and Android SDKs open for a provider's web flow (`OAuthProvider`):
+/// `/__/auth/handler`, and `/emulator/auth/handler` where `useEmulator` sends them. The rules live in
+/// `Actions.signInHandler`; this turns its answers into redirects, the pending flow's cookie and pages.
+struct SignInHandlerController: Sendable {
+    let actions: Actions
+    let pages: PageRenderer
+    let chooser: MustacheTemplate
+
+    static let paths = ["__/auth/handler", "emulator/auth/handler"]
+    /// The sealed pending flow (HttpOnly, SameSite=Lax: the provider's redirect back is a top-level GET).
+    static let cookieName = "herald_sign_in"
+
+    init(actions: Actions, pages: PageRenderer) throws {
+        self.actions = actions
+        self.pages = pages
+        let path = "\(actions.configuration.templatesDirectory)/pages/provider-chooser.html.mustache"
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw HeraldError(.templateError, "missing \(path)")
+        }
+        do {
+            chooser = try MustacheTemplate(string: text)
+        } catch {
+            throw HeraldError(.templateError, "\(path): \(error)")
+        }
+    }
+
+    var routes: RouteCollection<HeraldRequestContext> {
+        let routes = RouteCollection(context: HeraldRequestContext.self)
+        for path in Self.paths { routes.get(RouterPath(path), use: handle) }
+        return routes
+    }
+
+    @Sendable func handle(_ request: Request, context: HeraldRequestContext) async -> Response {
+        let rawQuery = request.uri.query ?? ""
+        let language = IdpLanguage.of(rawQuery)
+        guard let handlerURL = handlerURL(of: request) else {
+            return pages.page(.error, language, "the request names no host", .badRequest)
+        }
+        do {
+            let answer = try await actions.signInHandler(
+                query: rawQuery, cookie: request.cookies[Self.cookieName]?.value, handlerURL: handlerURL)
+            switch answer {
+            case .redirect(let location, let cookie):
+                var headers: HTTPFields = [.location: location, .cacheControl: "no-store", .init("Referrer-Policy")!: "no-referrer"]
+                if let cookie { headers[.setCookie] = Self.cookie(cookie, handlerURL: handlerURL) }
+                return Response(status: .found, headers: headers)
+            case .chooser(let model):
+                let html = chooser.render(ChooserModel(model, action: request.uri.path))
+                return Response(status: .ok, headers: ActionPagesController.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+            }
+        } catch let error as HeraldError where error.code == .unavailable {
+            return pages.page(.error, language, "unavailable", .serviceUnavailable)
+        } catch let error as HeraldError {
+            return pages.page(.error, language, error.detail, .badRequest)
+        } catch {
+            context.logger.error("sign-in handler failed", metadata: ["error": "\(type(of: error))"])
+            return pages.page(.error, language, "unavailable", .internalServerError)
+        }
+    }
+
+    /// `providers.handlerUrl`, or the URL the app opened (`http://` and the Host header, as the SDKs open it
+    /// under `useEmulator`).
+    private func handlerURL(of request: Request) -> String? {
+        let configured = actions.configuration.providers.handlerURL
+        if !configured.isEmpty { return configured }
+        guard let host = request.head.authority, !host.isEmpty, !host.contains("/"), !host.contains("@") else { return nil }
+        return "http://\(host)/\(request.uri.path.drop { $0 == "/" })"
+    }
+
+    /// The pending flow's cookie, scoped to the handler's path; `""` expires it.
+    static func cookie(_ value: String, handlerURL: String) -> String {
+        let afterScheme = handlerURL.range(of: "://").map { handlerURL[$0.upperBound...] } ?? handlerURL[...]
+        let path = afterScheme.drop { $0 != "/" }.prefix { $0 != "?" && $0 != "#" }
+        var cookie = "\(cookieName)=\(value); Path=\(path.isEmpty ? "/" : path); HttpOnly; SameSite=Lax"
+        cookie += value.isEmpty ? "; Max-Age=0" : "; Max-Age=600"
+        if handlerURL.lowercased().hasPrefix("https://") { cookie += "; Secure" }
+        return cookie
+    }
+}
+
+/// The `hl` the app asked the handler's pages in.
+enum IdpLanguage {
+    static func of(_ rawQuery: String) -> String? {
+        for pair in rawQuery.split(separator: "&") where pair.hasPrefix("hl=") {
+            return String(pair.dropFirst(3)).removingPercentEncoding
+        }
+        return nil
+    }
+}
+
+/// What `provider-chooser.html.mustache` shows.
+struct ChooserModel {
+    struct Field { let name: String; let value: String }
+    struct Account { let sub: String; let email: String; let name: String; let screenName: String }
+    let providerId: String
+    let action: String
+    let hidden: [Field]
+    let accounts: [Account]
+
+    init(_ chooser: ProviderChooser, action: String) {
+        providerId = chooser.providerId
+        self.action = action
+        hidden = chooser.query.map { Field(name: $0.0, value: $0.1) }
+        accounts = chooser.accounts.map {
+            Account(sub: $0.rawId, email: $0.email ?? "", name: $0.displayName ?? "", screenName: $0.screenName ?? "")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Crypto
+import Foundation
+import HeraldCore
+import Testing
+
+@testable import HeraldActions
+
+@Suite struct SignInHandlerTests {
+    static let base = ["apiKey": "k", "providerId": "Twitter.com", "sessionId": "ABCDEF", "eventId": "e1"]
+
+    @Test func theCallbackSchemeIsDerivedAsTheAppleSDKRegistersIt() throws {
+        let client = try HandlerStart(
+            query: Self.base.merging(["ibi": "com.example.app", "clientId": "123-abc.apps.googleusercontent.com"]) { $1 }, apiKey: "k")
+        #expect(client.app == .apple(scheme: "com.googleusercontent.apps.123-abc", host: "firebaseauth"))
+        #expect(client.providerId == "twitter.com" && client.sessionHash == "abcdef" && client.authType == "signInWithRedirect")
+        let app = try HandlerStart(query: Self.base.merging(["ibi": "com.example.app", "appId": "1:123:ios:abc"]) { $1 }, apiKey: "k")
+        #expect(app.app == .apple(scheme: "app-1-123-ios-abc", host: "firebaseauth"))
+        let bundle = try HandlerStart(query: Self.base.merging(["ibi": "com.example.app"]) { $1 }, apiKey: "k")
+        #expect(bundle.app == .apple(scheme: "com.example.app", host: "google"))
+        let android = try HandlerStart(query: Self.base.merging(["apn": "com.example.app"]) { $1 }, apiKey: "k")
+        #expect(android.app == .android(package: "com.example.app"))
+    }
+
+    @Test func webSchemesBadKeysAndAppsWithNoCallbackAreRefused() {
+        for extra in [["ibi": "javascript"], ["ibi": "https"], ["ibi": "bad scheme"], ["apn": "not-a-package"], [:]] {
+            #expect(throws: HeraldError.self) { try HandlerStart(query: Self.base.merging(extra) { $1 }, apiKey: "k") }
+        }
+        #expect(throws: HeraldError.self) { try HandlerStart(query: Self.base.merging(["ibi": "com.example.app"]) { $1 }, apiKey: "other") }
+    }
+
+    @Test func reservedParametersNeverReachTheProvider() throws {
+        let query = Self.base.merging(["ibi": "a.b", "customParameters": #"{"lang":"de","redirect_uri":"https://evil","state":"x"}"#]) { $1 }
+        #expect(try HandlerStart(query: query, apiKey: "k").customParameters == ["lang": "de"])
+        let broken = Self.base.merging(["ibi": "a.b", "customParameters": "[1]"]) { $1 }
+        #expect(throws: HeraldError.self) { try HandlerStart(query: broken, apiKey: "k") }
+    }
+
+    @Test func theAppReceivesTheLinkOrTheErrorInsideDeepLinkID() throws {
+        let app = AppReturn.apple(scheme: "com.example", host: "firebaseauth")
+        let url = app.url(authType: "signInWithRedirect", eventId: "e 1", origin: "http://h:1", link: "http://h:1/x?a=1&b=2")
+        let outer = try #require(URLComponents(string: url))
+        #expect(outer.scheme == "com.example" && outer.host == "firebaseauth" && outer.path == "/link")
+        let deepLink = try #require(outer.queryItems?.first { $0.name == "deep_link_id" }?.value)
+        let inner = try #require(URLComponents(string: deepLink))
+        let fields = Dictionary(uniqueKeysWithValues: (inner.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        #expect(fields == ["authType": "signInWithRedirect", "eventId": "e 1", "link": "http://h:1/x?a=1&b=2"])
+        let failed = app.url(authType: "t", eventId: "e", origin: "http://h", errorCode: "auth/internal-error", message: "m")
+        #expect(failed.contains("firebaseError%3D%257B%2522code%2522%253A%2522auth%252Finternal-error%2522"))
+    }
+
+    @Test func sealedStateOpensOnlyForItsPurposeAndUntouched() throws {
+        let seal = FlowSeal(serverKey: SymmetricKey(size: .bits256))
+        let approved = ApprovedAssertion(
+            providerId: "twitter.com", sessionHash: "h", accessToken: "T", tokenSecret: "S", expires: Date(timeIntervalSince1970: 2_000_000_000))
+        let sealed = try seal.seal(approved, purpose: "a")
+        #expect(!sealed.contains("\"S\""))
+        let opened = try seal.open(sealed, as: ApprovedAssertion.self, purpose: "a")
+        #expect(opened.tokenSecret == "S" && opened.accessToken == "T")
+        #expect(throws: HeraldError.self) { try seal.open(sealed, as: ApprovedAssertion.self, purpose: "b") }
+        var bytes = Array(sealed.utf8)
+        bytes[bytes.count / 2] = bytes[bytes.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(throws: HeraldError.self) { try seal.open(String(decoding: bytes, as: UTF8.self), as: ApprovedAssertion.self, purpose: "a") }
+        let other = FlowSeal(serverKey: SymmetricKey(size: .bits256))
+        #expect(throws: HeraldError.self) { try other.open(sealed, as: ApprovedAssertion.self, purpose: "a") }
+    }
+
+    @Test func theSessionIdMustHashToTheOneTheHandlerSaw() {
+        let hash = SHA256.hash(data: Data("raw-session".utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(HandlerStart.matches(sessionId: "raw-session", hash: hash))
+        #expect(!HandlerStart.matches(sessionId: "other", hash: hash) && !HandlerStart.matches(sessionId: nil, hash: hash))
+    }
+}
