@@ -2,8 +2,7 @@
 peers on loopback — an OIDC issuer signing ID tokens with its own key and serving its JWKS, and a Twitter
 `verify_credentials` endpoint that checks each request's OAuth 1.0a signature with oauthlib.
 
-Work in progress on branch `idp`: sign-in, needConfirmation and linking; what #11 still needs
-(createAuthUri, lookup's providerUserInfo, unlinking, anonymous upgrade, the audit) is not tested here yet."""
+The hosted sign-in handler's browser flows are in test_idp_handler.py."""
 
 from __future__ import annotations
 
@@ -184,6 +183,9 @@ def test_unlinking_a_provider(server, oidc_issuer):
     ok(srv.post("accounts:update", {"idToken": linked["idToken"], "deleteProvider": ["oidc.acme", "never-linked.com"]}))
     methods = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
     assert methods["signinMethods"] == ["password"], methods
+    kinds = query(srv.db_path, "SELECT kind, provider_id, detail FROM account_events WHERE uid = ? ORDER BY id",
+                  (existing["localId"],))
+    assert [(e["kind"], e["provider_id"], e["detail"]) for e in kinds][-1] == ("idp-unlink", "oidc.acme", "sub-u"), kinds
     # The identity is free again: signing in with it meets the account by email, which needs confirmation.
     again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-u", email=email)))
     assert again["needConfirmation"] is True and again["localId"] == existing["localId"]

@@ -126,7 +126,15 @@ extension SQLiteStore {
                     photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
                 """, arguments: Records.arguments(account))
-        // A provider the account no longer lists (unlinked, or dropped by a takeover) keeps no identity.
+        // A provider the account no longer lists (unlinked, or dropped by a takeover) keeps no identity; the
+        // audit records each one that goes ('idp-unlink', the provider's raw id as detail).
+        try db.execute(
+            sql: """
+                INSERT INTO account_events (uid, kind, provider_id, at, detail)
+                SELECT uid, 'idp-unlink', provider_id, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), raw_id
+                FROM federated_identities WHERE uid = ?1
+                AND provider_id NOT IN (SELECT value FROM json_each((SELECT providers FROM accounts WHERE uid = ?1)))
+                """, arguments: [account.uid])
         try db.execute(
             sql: """
                 DELETE FROM federated_identities WHERE uid = ?1
