@@ -11,14 +11,16 @@ import Testing
     @Test func theCallbackSchemeIsDerivedAsTheAppleSDKRegistersIt() throws {
         let client = try HandlerStart(
             query: Self.base.merging(["ibi": "com.example.app", "clientId": "123-abc.apps.googleusercontent.com"]) { $1 }, apiKey: "k")
-        #expect(client.app == .apple(scheme: "com.googleusercontent.apps.123-abc", host: "firebaseauth"))
-        #expect(client.providerId == "twitter.com" && client.sessionHash == "abcdef" && client.authType == "signInWithRedirect")
+        #expect(client.flow.app == .apple(scheme: "com.googleusercontent.apps.123-abc", host: "firebaseauth"))
+        #expect(client.providerId == "twitter.com" && client.flow.session == HandlerSession(sent: "abcdef", hashed: true))
+        #expect(client.flow.authType == "signInWithRedirect")
         let app = try HandlerStart(query: Self.base.merging(["ibi": "com.example.app", "appId": "1:123:ios:abc"]) { $1 }, apiKey: "k")
-        #expect(app.app == .apple(scheme: "app-1-123-ios-abc", host: "firebaseauth"))
+        #expect(app.flow.app == .apple(scheme: "app-1-123-ios-abc", host: "firebaseauth"))
         let bundle = try HandlerStart(query: Self.base.merging(["ibi": "com.example.app"]) { $1 }, apiKey: "k")
-        #expect(bundle.app == .apple(scheme: "com.example.app", host: "google"))
+        #expect(bundle.flow.app == .apple(scheme: "com.example.app", host: "google"))
         let android = try HandlerStart(query: Self.base.merging(["apn": "com.example.app"]) { $1 }, apiKey: "k")
-        #expect(android.app == .android(package: "com.example.app"))
+        #expect(android.flow.app == .android(package: "com.example.app"))
+        #expect(android.flow.session == HandlerSession(sent: "ABCDEF", hashed: false))  // Android presents it as sent
     }
 
     @Test func webSchemesBadKeysAndAppsWithNoCallbackAreRefused() {
@@ -26,6 +28,10 @@ import Testing
             #expect(throws: HeraldError.self) { try HandlerStart(query: Self.base.merging(extra) { $1 }, apiKey: "k") }
         }
         #expect(throws: HeraldError.self) { try HandlerStart(query: Self.base.merging(["ibi": "com.example.app"]) { $1 }, apiKey: "other") }
+        let forged = Self.base.merging(["ibi": "com.example.app", "providerId": "twitter.com\nforged log line"]) { $1 }
+        #expect(throws: HeraldError.self) { try HandlerStart(query: forged, apiKey: "k") }
+        let huge = Self.base.merging(["ibi": "a.b", "customParameters": #"{"a":""# + String(repeating: "x", count: 3000) + #""}"#]) { $1 }
+        #expect(throws: HeraldError.self) { try HandlerStart(query: huge, apiKey: "k") }
     }
 
     @Test func reservedParametersNeverReachTheProvider() throws {
@@ -51,7 +57,8 @@ import Testing
     @Test func sealedStateOpensOnlyForItsPurposeAndUntouched() throws {
         let seal = FlowSeal(serverKey: SymmetricKey(size: .bits256))
         let approved = ApprovedAssertion(
-            providerId: "twitter.com", sessionHash: "h", accessToken: "T", tokenSecret: "S", expires: Date(timeIntervalSince1970: 2_000_000_000))
+            providerId: "twitter.com", session: HandlerSession(sent: "h", hashed: true), accessToken: "T", tokenSecret: "S",
+            expires: Date(timeIntervalSince1970: 2_000_000_000))
         let sealed = try seal.seal(approved, purpose: "a")
         #expect(!sealed.contains("\"S\""))
         let opened = try seal.open(sealed, as: ApprovedAssertion.self, purpose: "a")
@@ -64,9 +71,50 @@ import Testing
         #expect(throws: HeraldError.self) { try other.open(sealed, as: ApprovedAssertion.self, purpose: "a") }
     }
 
-    @Test func theSessionIdMustHashToTheOneTheHandlerSaw() {
+    @Test func theSessionIdMustBeTheOneTheHandlerSaw() {
         let hash = SHA256.hash(data: Data("raw-session".utf8)).map { String(format: "%02x", $0) }.joined()
-        #expect(HandlerStart.matches(sessionId: "raw-session", hash: hash))
-        #expect(!HandlerStart.matches(sessionId: "other", hash: hash) && !HandlerStart.matches(sessionId: nil, hash: hash))
+        let apple = HandlerSession(sent: hash, hashed: true)
+        #expect(apple.matches("raw-session"))
+        #expect(!apple.matches(hash) && !apple.matches("other") && !apple.matches(nil) && !apple.matches(""))
+        let android = HandlerSession(sent: "raw-session", hashed: false)
+        #expect(android.matches("raw-session") && !android.matches(hash) && !android.matches(nil))
+    }
+
+    @Test func assertionsExpireAndOpenOnlyForTheirProviderAndSession() throws {
+        let actions = try Rulebook().actions
+        let now = Date()
+        let approved = ApprovedAssertion(
+            providerId: "twitter.com", session: HandlerSession(sent: "s-1", hashed: false), accessToken: "T", tokenSecret: "S",
+            expires: now.addingTimeInterval(Actions.assertionLifetime))
+        let sealed = try actions.handlerSeal.seal(approved, purpose: Actions.assertionPurpose)
+        let received = IdpAssertion(providerId: "twitter.com", sealed: sealed)
+        let opened = try actions.openHandlerAssertion(received, sessionId: "s-1", now: now)
+        #expect(opened.accessToken == "T" && opened.oauthTokenSecret == "S" && opened.sealed == nil)
+        let later = now.addingTimeInterval(Actions.assertionLifetime + 1)
+        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(received, sessionId: "s-1", now: later) }
+        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(received, sessionId: "s-2", now: now) }
+        let elsewhere = IdpAssertion(providerId: "oidc.acme", sealed: sealed)
+        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(elsewhere, sessionId: "s-1", now: now) }
+    }
+
+    @Test func aReturnWithAStaleOrForeignCookieIsRefused() async throws {
+        let actions = try Rulebook { $0.providers.twitter = .init(consumerKey: "k", consumerSecret: "s") }.actions
+        let now = Date()
+        let flow = HandlerFlow(
+            providerId: "twitter.com", authType: "signInWithRedirect", eventId: "e", session: HandlerSession(sent: "x", hashed: false),
+            app: .android(package: "com.example.app"))
+        var pending = PendingApproval(
+            flow: flow, callback: "http://127.0.0.1/__/auth/handler", requestToken: "RT", requestSecret: "RS", expires: now.addingTimeInterval(-1))
+        let expired = try actions.handlerSeal.seal(pending, purpose: Actions.pendingPurpose)
+        pending.expires = now.addingTimeInterval(600)
+        let fresh = try actions.handlerSeal.seal(pending, purpose: Actions.pendingPurpose)
+        for (query, cookie) in [
+            ("oauth_token=RT&oauth_verifier=V", expired), ("oauth_token=OTHER&oauth_verifier=V", fresh),
+            ("oauth_token=RT&oauth_verifier=V", "forged"), ("oauth_token=RT&oauth_verifier=V", nil),
+        ] {
+            await #expect(throws: HeraldError.self) {
+                try await actions.signInHandler(query: query, cookie: cookie, handlerURL: "http://127.0.0.1/__/auth/handler", now: now)
+            }
+        }
     }
 }

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 import jwt
 import requests
 
+from helpers import action_link, parse_link
 from http_support import API_KEY, assert_error, ok, unique_email
 
 CLIENT_ID = "123456-seedapp.apps.googleusercontent.com"
@@ -65,8 +66,10 @@ def browse(session: requests.Session, url: str, stop_scheme: str = SCHEME, limit
     raise AssertionError("too many redirects")
 
 
-def twitter_server(server, provider, **providers):
-    return server(providers={"twitter": provider.herald_provider(), "appCallbacks": [SCHEME], **providers})
+def twitter_server(server, provider, *, settings: dict | None = None, **providers):
+    """A server with Twitter enabled, returning to SCHEME; `providers` adds to (or replaces) the providers section,
+    `settings` are other config sections (e.g. {"limits": {...}})."""
+    return server(providers={"twitter": provider.herald_provider(), "appCallbacks": [SCHEME], **providers}, **(settings or {}))
 
 
 def twitter_sign_in(srv, provider, account) -> tuple[App, str]:
@@ -91,7 +94,9 @@ def test_the_seeds_twitter_web_flow_signs_in_through_the_handler(server, oauth1_
     assert first.headers["Location"].startswith(oauth1_provider.base_url + "/oauth/authenticate?")
     cookie = first.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/emulator/auth/handler" in cookie
-    assert account.secret not in cookie and "oauth_token" not in cookie  # sealed, not readable
+    # Sealed: neither the request token nor its secret can be read from the cookie.
+    (request_token, state), = oauth1_provider.request_tokens.items()
+    assert request_token not in cookie and state.secret not in cookie and state.callback == srv.url + "/emulator/auth/handler"
     answer = browse(browser, first.headers["Location"])
     assert answer.status_code == 302, answer.text
     link = app.read_callback(answer.headers["Location"])["link"]
@@ -184,10 +189,10 @@ def test_android_apps_get_the_intent_link(server, oauth1_provider):
     srv = twitter_server(server, oauth1_provider, appCallbacks=["com.example.seed"])
     account = oauth1_provider.add_user(email=unique_email("handler-android"))
     oauth1_provider.approve_as = account
-    session_id = "android-01"
+    session_id = "Andr0idSession+Id"  # the Android SDK sends the handler the same value it presents later
     params = {"apiKey": API_KEY, "authType": "signInWithRedirect", "apn": "com.example.seed", "eventId": "e1",
-              "sessionId": hashlib.sha256(session_id.encode()).hexdigest(), "providerId": "twitter.com"}
-    answer = browse(requests.Session(), srv.url + "/__/auth/handler?" + urlencode(params))
+              "sessionId": session_id, "providerId": "twitter.com"}
+    answer = browse(requests.Session(), srv.url + "/__/auth/handler?" + urlencode(params, quote_via=quote))
     location = answer.headers["Location"]
     assert location.startswith("intent://firebase.auth/#Intent;scheme=genericidp;package=com.example.seed;"), location
     fields = dict(part.split("=", 1) for part in location.split(";") if "=" in part and part.startswith(("S.", "B.")))
@@ -196,6 +201,10 @@ def test_android_apps_get_the_intent_link(server, oauth1_provider):
     body = ok(srv.post("accounts:signInWithIdp", {"requestUri": link, "sessionId": session_id,
                                                   "postBody": "providerId=twitter.com", "returnSecureToken": True}))
     assert body["federatedId"] == account.id_str
+    # Its hash is not the session id: refused.
+    assert_error(srv.post("accounts:signInWithIdp", {"requestUri": link, "postBody": "providerId=twitter.com",
+                                                     "sessionId": hashlib.sha256(session_id.encode()).hexdigest()}),
+                 "INVALID_IDP_RESPONSE")
 
 
 def test_an_oidc_provider_signs_in_with_the_authorization_code_flow(server, oidc_issuer):
@@ -216,7 +225,9 @@ def test_an_oidc_provider_signs_in_with_the_authorization_code_flow(server, oidc
     assert body["isNewUser"] is True and body["oauthIdToken"]
     assert jwt.decode(body["oauthIdToken"], options={"verify_signature": False})["nonce"]  # bound to this flow
 
-    # A callback whose state is not the flow's is refused; so is a wrong client secret at the token endpoint.
+    # PKCE: the token request carried the verifier of the challenge sent to /authorize.
+    assert authorization.get("code_challenge_method") in ("S256", ["S256"]), authorization
+    # A callback whose state is not the flow's is refused with a page, not sent on to the app.
     browser = requests.Session()
     first = browser.get(App(srv, "oidc.acme").handler_url, allow_redirects=False, timeout=10)
     state = parse_qs(urlsplit(first.headers["Location"]).query)["state"][0]
@@ -250,3 +261,101 @@ def test_emulator_mode_shows_a_chooser_and_returns_the_emulators_assertion(serve
     # The next chooser lists that account.
     again = requests.get(App(srv, "twitter.com").handler_url, timeout=10)
     assert "emu-1" in again.text and email in again.text
+
+
+def test_an_oidc_refusal_returns_to_the_app_as_cancelled(server, oidc_issuer):
+    provider = {**oidc_issuer.herald_provider(), "authorizationUrl": oidc_issuer.base_url + "/authorize",
+                "tokenUrl": oidc_issuer.base_url + "/token", "clientSecret": oidc_issuer.client_secret}
+    srv = server(providers={"oidc": {"acme": provider}, "appCallbacks": [SCHEME]})
+    oidc_issuer.approve_as = "deny"
+    app = App(srv, "oidc.acme")
+    answer = browse(requests.Session(), app.handler_url)
+    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    assert error["code"] == "auth/web-context-cancelled", error
+    assert oidc_issuer.token_requests == []
+
+
+def test_a_twitter_return_for_another_request_token_is_refused(server, oauth1_provider):
+    srv = twitter_server(server, oauth1_provider)
+    oauth1_provider.approve_as = oauth1_provider.add_user(email=unique_email("handler-swap"))
+    browser = requests.Session()
+    first = browser.get(App(srv, "twitter.com").handler_url, allow_redirects=False, timeout=10)
+    approval = browser.get(first.headers["Location"], allow_redirects=False, timeout=10)
+    swapped = approval.headers["Location"].replace("oauth_token=", "oauth_token=x")
+    answer = browser.get(swapped, allow_redirects=False, timeout=10)
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert "/oauth/access_token" not in [r.path for r in oauth1_provider.requests]
+
+
+def test_the_handler_url_is_configured_or_loopback(server, oauth1_provider):
+    public = "https://auth.example.test/emulator/auth/handler"
+    srv = twitter_server(server, oauth1_provider, handlerUrl=public)
+    first = requests.get(App(srv, "twitter.com").handler_url, allow_redirects=False, timeout=10)
+    assert first.status_code == 302, first.text
+    cookie = first.headers["Set-Cookie"]
+    assert "; Secure" in cookie and "Path=/emulator/auth/handler" in cookie, cookie
+    (_, state), = oauth1_provider.request_tokens.items()
+    assert state.callback == public  # what the operator registered with Twitter, not the Host header
+
+    # Without providers.handlerUrl, a Host header that is not loopback gets a page, and Twitter is not asked.
+    plain = twitter_server(server, oauth1_provider)
+    before = len(oauth1_provider.requests)
+    forged = requests.get(App(plain, "twitter.com").handler_url, headers={"Host": "evil.example"}, allow_redirects=False,
+                          timeout=10)
+    assert forged.status_code == 400 and "providers.handlerUrl" in forged.text
+    assert len(oauth1_provider.requests) == before
+
+
+def test_starts_count_against_the_clients_send_limit(server, oauth1_provider):
+    srv = twitter_server(server, oauth1_provider, settings={"limits": {"ipBurst": 2, "ipSendsPerMinute": 2}})
+    codes = []
+    for _ in range(3):
+        app = App(srv, "twitter.com")
+        answer = requests.get(app.handler_url, allow_redirects=False, timeout=10)
+        location = answer.headers["Location"]
+        codes.append(json.loads(app.read_callback(location)["firebaseError"])["code"] if location.startswith(SCHEME) else "ok")
+    assert codes == ["ok", "ok", "auth/too-many-requests"], codes
+    assert len([r for r in oauth1_provider.requests if r.path == "/oauth/request_token"]) == 2
+
+
+def test_the_seeds_journey_from_an_email_link_account_to_a_linked_twitter(server, oauth1_provider):
+    """The guide's account-exists-with-different-credential path, end to end: the user signed up with an email
+    link; Twitter (through the handler) finds that email → needConfirmation with the pending credential;
+    fetchSignInMethods says emailLink; the user signs in with a new email link from the inbox and links the
+    pending credential; from then on Twitter and email links reach the same localId."""
+    srv = twitter_server(server, oauth1_provider, settings={"server": {"enumerationProtection": False}, "policy": {"cooldown": "0s"}})
+    email = unique_email("handler-seed")
+
+    def email_link_sign_in(**extra) -> dict:
+        before = srv.mail_count(email)
+        ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl="https://app.example.com/finish", canHandleCodeInApp=True))
+        message = srv.mail_to(email, count=before + 1)[-1]["message"]
+        code = parse_link(action_link(message))["params"]["oobCode"]
+        return ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": code, **extra}))
+
+    def methods() -> list:
+        body = ok(srv.post("accounts:createAuthUri", {"identifier": email, "continueUri": "http://localhost"}))
+        return body.get("signinMethods", [])
+
+    first = email_link_sign_in()
+    account = oauth1_provider.add_user(email=email, screen_name="seedjourney")
+    app, link = twitter_sign_in(srv, oauth1_provider, account)
+    pending = ok(app.verify_assertion(link))
+    # The SDK's accountExistsWithDifferentCredential: the email, no session, and a credential to link later.
+    assert pending["needConfirmation"] is True and pending["email"] == email and "idToken" not in pending
+    assert pending["oauthAccessToken"] == account.token and pending["oauthTokenSecret"] == account.secret
+    assert methods() == ["emailLink"]
+
+    second = email_link_sign_in()
+    assert second["localId"] == first["localId"]
+    credential = f"providerId=twitter.com&access_token={quote(pending['oauthAccessToken'])}" \
+                 f"&oauth_token_secret={quote(pending['oauthTokenSecret'])}"
+    linked = ok(srv.post("verifyAssertion", {"postBody": credential, "requestUri": "http://localhost",
+                                             "idToken": second["idToken"], "returnSecureToken": True}, prefix=V3))
+    assert linked["localId"] == first["localId"] and "needConfirmation" not in linked
+    assert methods() == ["emailLink", "twitter.com"]
+
+    again_app, again_link = twitter_sign_in(srv, oauth1_provider, account)
+    via_twitter = ok(again_app.verify_assertion(again_link))
+    via_email = email_link_sign_in()
+    assert via_twitter["localId"] == via_email["localId"] == first["localId"]

@@ -22,8 +22,10 @@ public struct ProviderChooser: Sendable {
 }
 
 extension Actions {
-    /// How long a browser may take at the provider, and the app to present the handler's answer.
-    static let handlerLifetime: TimeInterval = 600
+    /// How long a browser may take at the provider.
+    static let approvalLifetime: TimeInterval = 600
+    /// How long the app may take to present the handler's answer to `verifyAssertion`.
+    static let assertionLifetime: TimeInterval = 300
 
     /// The hosted sign-in handler (`/__/auth/handler`, `/emulator/auth/handler`): the web flow behind the Apple and
     /// Android SDKs' `OAuthProvider` (`getCredentialWith`, `signInWithProvider`).
@@ -44,8 +46,8 @@ extension Actions {
     /// - Parameter query: The request's raw query (form-encoded).
     /// - Parameter handlerURL: The handler's public URL (`providers.handlerUrl`, or the URL the app opened).
     /// - Throws: `INVALID_ARGUMENT` for requests with no app to return to (the handler shows these on a page).
-    public func signInHandler(query rawQuery: String, cookie: String?, handlerURL: String, now: Date = Date()) async throws
-        -> HandlerAnswer
+    public func signInHandler(query rawQuery: String, cookie: String?, handlerURL: String, clientIP: String? = nil, now: Date = Date())
+        async throws -> HandlerAnswer
     {
         let query = Dictionary(IdpAssertion.formFields(rawQuery), uniquingKeysWith: { first, _ in first })
         // Twitter returns `oauth_token` and `oauth_verifier`, or only `denied=<request token>`.
@@ -59,15 +61,20 @@ extension Actions {
         if configuration.server.emulatorMode {
             return try await emulatorHandler(start, query: query, handlerURL: handlerURL)
         }
-        guard configuration.providers.appCallbacks.contains(start.app.callbackName) else {
+        let flow = start.flow
+        guard configuration.providers.appCallbacks.contains(flow.app.callbackName) else {
             throw HeraldError(
                 .invalidArgument,
-                "the app '\(start.app.callbackName)' may not receive sign-ins: add it to providers.appCallbacks")
+                "the app '\(flow.app.callbackName)' may not receive sign-ins: add it to providers.appCallbacks")
         }
         let origin = Self.origin(of: handlerURL)
         do {
-            var pending = PendingApproval(start: start, callback: handlerURL, expires: now.addingTimeInterval(Self.handlerLifetime))
-            if start.providerId == "twitter.com", let twitter = configuration.providers.twitter {
+            // Each start costs a call to the provider: starts count like app emails (limits.ipSendsPerMinute).
+            if let ip = clientIP, !sendLimiter.take(ip, now: now) {
+                throw HeraldError(.tooManyAttempts, "too many sign-ins from this network; try again later")
+            }
+            var pending = PendingApproval(flow: flow, callback: handlerURL, expires: now.addingTimeInterval(Self.approvalLifetime))
+            if flow.providerId == "twitter.com", let twitter = configuration.providers.twitter {
                 let verifier = TwitterVerifier(settings: twitter)
                 let (token, secret) = try await offload { try verifier.requestToken(callback: handlerURL) }
                 pending.requestToken = token
@@ -75,25 +82,29 @@ extension Actions {
                 let url = verifier.authorizationURL(requestToken: token, parameters: start.customParameters.sorted { $0.key < $1.key })
                 return .redirect(url, cookie: try handlerSeal.seal(pending, purpose: Self.pendingPurpose))
             }
-            if let provider = configuration.providers.oidc(start.providerId), provider.hasWebFlow {
-                pending.state = ActionCode.generate().plaintext
-                pending.nonce = ActionCode.generate().plaintext
+            if let provider = configuration.providers.oidc(flow.providerId), provider.hasWebFlow {
+                let state = ActionCode.generate().plaintext
+                let nonce = ActionCode.generate().plaintext
+                let verifier = ActionCode.generate().plaintext + ActionCode.generate().plaintext  // RFC 7636: 43-128 characters
+                (pending.state, pending.nonce, pending.codeVerifier) = (state, nonce, verifier)
                 var scopes = ["openid"]
                 for scope in provider.scopes + start.scopes where !scopes.contains(scope) { scopes.append(scope) }
+                let challenge = Base64URL.encode(Array(SHA256.hash(data: Data(verifier.utf8))))
                 let parameters =
                     [
                         ("client_id", provider.clientID), ("redirect_uri", handlerURL), ("response_type", "code"),
-                        ("scope", scopes.joined(separator: " ")), ("state", pending.state!), ("nonce", pending.nonce!),
+                        ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+                        ("code_challenge", challenge), ("code_challenge_method", "S256"),
                     ] + start.customParameters.sorted { $0.key < $1.key }
                 let separator = provider.authorizationURL.contains("?") ? "&" : "?"
                 let url = provider.authorizationURL + separator + Self.form(parameters)
                 return .redirect(url, cookie: try handlerSeal.seal(pending, purpose: Self.pendingPurpose))
             }
             throw HeraldError(
-                .operationNotAllowed, "sign-in with \(start.providerId) through the handler is not enabled (providers: in the config)")
+                .operationNotAllowed, "sign-in with \(flow.providerId) through the handler is not enabled (providers: in the config)")
         } catch let error as HeraldError {
-            logger.warning("sign-in handler: \(start.providerId) refused: \(error.code)")
-            return .redirect(start.app.url(authType: start.authType, eventId: start.eventId, origin: origin, error: error), cookie: nil)
+            logger.warning("sign-in handler: \(flow.providerId) refused: \(error.code)")
+            return .redirect(flow.returning(error: error, origin: origin), cookie: nil)
         }
     }
 
@@ -111,15 +122,15 @@ extension Actions {
                 try TwitterVerifier(settings: twitter).accessToken(requestToken: requestToken, secret: requestSecret, verifier: verifier)
             }
             return ApprovedAssertion(
-                providerId: "twitter.com", sessionHash: pending.start.sessionHash, accessToken: access, tokenSecret: secret,
-                expires: now.addingTimeInterval(Self.handlerLifetime))
+                providerId: "twitter.com", session: pending.flow.session, accessToken: access, tokenSecret: secret,
+                expires: now.addingTimeInterval(Self.assertionLifetime))
         }
     }
 
     /// An OIDC provider returned the browser with an authorization code (or an `error`).
     private func oidcReturn(state: String, query: [String: String], cookie: String?, now: Date) async throws -> HandlerAnswer {
         let pending = try pendingApproval(cookie, now: now)
-        guard let expected = pending.state, Secret.equal(expected, state), let provider = configuration.providers.oidc(pending.start.providerId)
+        guard let expected = pending.state, Secret.equal(expected, state), let provider = configuration.providers.oidc(pending.flow.providerId)
         else { throw Self.staleHandler }
         return await finish(pending) {
             guard let code = query["code"], query["error"] == nil else {
@@ -131,7 +142,7 @@ extension Actions {
             }
             let form = Self.form([
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.callback), ("client_id", provider.clientID),
-                ("client_secret", provider.clientSecret),
+                ("client_secret", provider.clientSecret), ("code_verifier", pending.codeVerifier ?? ""),
             ])
             let answer = try await offload {
                 try CurlHTTPClient(timeout: 10).post(provider.tokenURL, form: form, headers: ["Accept: application/json"])
@@ -145,24 +156,24 @@ extension Actions {
                 throw HeraldError(.invalidIDPResponse, "\(provider.id)'s token endpoint refused the code (HTTP \(answer.status))")
             }
             return ApprovedAssertion(
-                providerId: provider.id, sessionHash: pending.start.sessionHash, idToken: idToken, accessToken: tokens["access_token"] as? String,
-                nonce: pending.nonce, expires: now.addingTimeInterval(Self.handlerLifetime))
+                providerId: provider.id, session: pending.flow.session, idToken: idToken, accessToken: tokens["access_token"] as? String,
+                nonce: pending.nonce, expires: now.addingTimeInterval(Self.assertionLifetime))
         }
     }
 
     /// Returns the browser to the app: with the sealed assertion, or with the error that stopped it. Clears the cookie.
     private func finish(_ pending: PendingApproval, _ exchange: () async throws -> ApprovedAssertion) async -> HandlerAnswer {
-        let start = pending.start
+        let flow = pending.flow
         let origin = Self.origin(of: pending.callback)
         do {
             let approved = try await exchange()
             let sealed = try handlerSeal.seal(approved, purpose: Self.assertionPurpose)
-            let link = Self.link(pending.callback, [("providerId", start.providerId), (IdpAssertion.sealedField, sealed)])
-            return .redirect(start.app.url(authType: start.authType, eventId: start.eventId, origin: origin, link: link), cookie: "")
+            let link = Self.link(pending.callback, [("providerId", flow.providerId), (IdpAssertion.sealedField, sealed)])
+            return .redirect(flow.returning(link: link, origin: origin), cookie: "")
         } catch {
             let failure = error as? HeraldError ?? HeraldError(.unavailable, "the sign-in could not be completed")
-            logger.warning("sign-in handler: \(start.providerId) did not complete: \(failure.code)")
-            return .redirect(start.app.url(authType: start.authType, eventId: start.eventId, origin: origin, error: failure), cookie: "")
+            logger.warning("sign-in handler: \(flow.providerId) did not complete: \(failure.code)")
+            return .redirect(flow.returning(error: failure, origin: origin), cookie: "")
         }
     }
 
@@ -181,8 +192,7 @@ extension Actions {
         }
         let json = try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
         let link = Self.link(handlerURL, [("providerId", start.providerId), ("id_token", String(decoding: json, as: UTF8.self))])
-        let url = start.app.url(authType: start.authType, eventId: start.eventId, origin: Self.origin(of: handlerURL), link: link)
-        return .redirect(url, cookie: nil)
+        return .redirect(start.flow.returning(link: link, origin: Self.origin(of: handlerURL)), cookie: nil)
     }
 
     /// `verifyAssertion` with a link from the handler: the credential it sealed, if `sessionId` is the app's.
@@ -198,7 +208,7 @@ extension Actions {
         guard approved.expires > now else {
             throw HeraldError(.invalidIDPResponse, "the sign-in handler's assertion has expired: sign in again")
         }
-        guard HandlerStart.matches(sessionId: sessionId, hash: approved.sessionHash) else {
+        guard approved.session.matches(sessionId) else {
             throw HeraldError(.invalidIDPResponse, "the sessionId is not the one the sign-in was started with")
         }
         return IdpAssertion(
@@ -213,8 +223,8 @@ extension Actions {
         return pending
     }
 
-    private static let pendingPurpose = "pending sign-in"
-    private static let assertionPurpose = "sign-in assertion"
+    static let pendingPurpose = "pending sign-in"
+    static let assertionPurpose = "sign-in assertion"
     private static var staleHandler: HeraldError {
         HeraldError(.invalidArgument, "this sign-in has expired or was started in another browser: start it again from the app")
     }
@@ -246,6 +256,7 @@ extension AppReturn {
         case .unavailable: code = "auth/network-request-failed"
         case .webContextCancelled: code = "auth/web-context-cancelled"
         case .operationNotAllowed: code = "auth/operation-not-allowed"
+        case .tooManyAttempts: code = "auth/too-many-requests"
         default: code = "auth/internal-error"
         }
         return url(authType: authType, eventId: eventId, origin: origin, errorCode: code, message: "\(error.code) : \(error.detail)")

@@ -4,23 +4,21 @@ import HeraldCore
 
 /// The hosted sign-in handler's request, as the Apple and Android SDKs open it (`OAuthProvider.getCredentialWith`,
 /// `signInWithProvider`): `GET /__/auth/handler` (or `/emulator/auth/handler` under `useEmulator`) with
-/// `apiKey`, `providerId`, `authType`, `eventId`, `sessionId` (the SHA-256, in hex, of a session id the app
-/// keeps), the app (`ibi` with `clientId` or `appId`; `apn`), and optionally `scopes`, `customParameters`
-/// (JSON) and `hl`.
-public struct HandlerStart: Sendable, Hashable, Codable {
-    public var providerId: String
-    public var authType: String
-    public var eventId: String
-    /// The SHA-256 (hex) of the session id the app will present with `verifyAssertion`.
-    public var sessionHash: String
-    public var app: AppReturn
+/// `apiKey`, `providerId`, `authType`, `eventId`, `sessionId`, the app (`ibi` with `clientId` or `appId`; `apn`),
+/// and optionally `scopes`, `customParameters` (JSON) and `hl`.
+public struct HandlerStart: Sendable, Hashable {
+    /// What the handler keeps until the browser returns from the provider.
+    public var flow: HandlerFlow
     /// Extra provider parameters (`lang`, `login_hint`, …), the reserved OAuth ones removed.
     public var customParameters: [String: String]
     public var scopes: [String]
 
-    /// Parameters Firebase reserves for itself: an app cannot pass them to the provider.
+    public var providerId: String { flow.providerId }
+
+    /// Parameters Herald sets itself: an app cannot pass them to the provider.
     static let reservedParameters: Set<String> = [
-        "client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "oauth_token", "oauth_callback",
+        "client_id", "client_secret", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "request",
+        "request_uri", "code_challenge", "code_challenge_method", "oauth_token", "oauth_callback", "oauth_verifier",
     ]
 
     /// - Throws: `INVALID_ARGUMENT` naming what is missing or malformed (the handler shows it on a page: with
@@ -29,35 +27,81 @@ public struct HandlerStart: Sendable, Hashable, Codable {
         guard let key = query["apiKey"], Secret.equal(key, apiKey) else {
             throw HeraldError(.invalidArgument, "API key not valid. Please pass a valid API key.")
         }
-        guard let provider = query["providerId"]?.lowercased(), !provider.isEmpty else {
-            throw HeraldError(.invalidArgument, "the sign-in handler needs a providerId")
+        // Provider ids as Firebase writes them: google.com, twitter.com, oidc.<name>, saml.<name>.
+        guard let provider = query["providerId"]?.lowercased(),
+            provider.range(of: "^[a-z0-9][a-z0-9._-]{0,99}$", options: .regularExpression) != nil
+        else {
+            throw HeraldError(.invalidArgument, "the sign-in handler needs a providerId such as twitter.com or oidc.example")
         }
-        guard let session = query["sessionId"], !session.isEmpty, session.count <= 256 else {
+        guard let session = query["sessionId"], !session.isEmpty, session.utf8.count <= 256 else {
             throw HeraldError(.invalidArgument, "the sign-in handler needs the app's sessionId")
         }
-        providerId = provider
-        authType = query["authType"] ?? "signInWithRedirect"
-        eventId = query["eventId"] ?? ""
-        sessionHash = session.lowercased()
-        app = try AppReturn(query: query)
+        let app = try AppReturn(query: query)
+        flow = HandlerFlow(
+            providerId: provider, authType: String((query["authType"] ?? "signInWithRedirect").prefix(64)),
+            eventId: String((query["eventId"] ?? "").prefix(128)), session: HandlerSession(app: app, sent: session), app: app)
         var custom: [String: String] = [:]
         if let json = query["customParameters"], !json.isEmpty {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
-                throw HeraldError(.invalidArgument, "customParameters must be a JSON object")
+            guard json.utf8.count <= 2048, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
+                throw HeraldError(.invalidArgument, "customParameters must be a JSON object of at most 2048 bytes")
             }
             for (name, value) in object where !Self.reservedParameters.contains(name) {
                 custom[name] = (value as? String) ?? "\(value)"
             }
         }
         customParameters = custom
-        scopes = (query["scopes"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let scopeList = query["scopes"] ?? ""
+        guard scopeList.utf8.count <= 1024 else { throw HeraldError(.invalidArgument, "scopes are longer than 1024 bytes") }
+        scopes = scopeList.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}
+
+/// The part of a handler request that must survive the provider: who to return to, and how to know them again.
+public struct HandlerFlow: Sendable, Hashable, Codable {
+    public var providerId: String
+    public var authType: String
+    public var eventId: String
+    public var session: HandlerSession
+    public var app: AppReturn
+
+    /// The URL that hands `link` (the provider's answer, for `verifyAssertion`'s `requestUri`) back to the app.
+    func returning(link: String, origin: String) -> String {
+        app.url(authType: authType, eventId: eventId, origin: origin, link: link)
+    }
+
+    /// The URL that tells the app why the sign-in stopped.
+    func returning(error: HeraldError, origin: String) -> String {
+        app.url(authType: authType, eventId: eventId, origin: origin, error: error)
+    }
+}
+
+/// How the app proves, at `verifyAssertion`, that it started the flow. The Apple SDK sends the handler the
+/// SHA-256 (hex) of a session id it keeps and presents the id itself later; the Android SDK sends the same value
+/// both times.
+public struct HandlerSession: Sendable, Hashable, Codable {
+    /// What the handler received.
+    var sent: String
+    /// Whether `sent` is the hex SHA-256 of what the app presents later.
+    var hashed: Bool
+
+    init(app: AppReturn, sent: String) {
+        switch app {
+        case .apple: self.init(sent: sent.lowercased(), hashed: true)
+        case .android: self.init(sent: sent, hashed: false)
+        }
+    }
+
+    init(sent: String, hashed: Bool) {
+        self.sent = sent
+        self.hashed = hashed
     }
 
     /// Whether `sessionId`, as the app presents it to `verifyAssertion`, is the one this flow was started with.
-    static func matches(sessionId: String?, hash: String) -> Bool {
-        guard let sessionId else { return false }
+    func matches(_ sessionId: String?) -> Bool {
+        guard let sessionId, !sessionId.isEmpty else { return false }
+        guard hashed else { return Secret.equal(sessionId, sent) }
         let digest = SHA256.hash(data: Data(sessionId.utf8)).map { String(format: "%02x", $0) }.joined()
-        return Secret.equal(digest, hash)
+        return Secret.equal(digest, sent)
     }
 }
 
@@ -143,15 +187,16 @@ public enum AppReturn: Sendable, Hashable, Codable {
 /// What the handler keeps between sending the browser to the provider and its return: in an HttpOnly cookie,
 /// sealed, so that any Herald node can finish the flow and nothing about it rests on disk.
 struct PendingApproval: Codable, Sendable {
-    var start: HandlerStart
+    var flow: HandlerFlow
     /// Where the provider returns the browser (the handler's own URL).
     var callback: String
     /// OAuth 1.0a: the request token and its secret.
     var requestToken: String?
     var requestSecret: String?
-    /// OIDC: the `state` and `nonce` sent with the authorization request.
+    /// OIDC: the `state`, `nonce` and PKCE `code_verifier` of the authorization request.
     var state: String?
     var nonce: String?
+    var codeVerifier: String?
     var expires: Date
 }
 
@@ -159,7 +204,7 @@ struct PendingApproval: Codable, Sendable {
 /// the app's session id and verifies it as it would a credential from the app itself.
 struct ApprovedAssertion: Codable, Sendable {
     var providerId: String
-    var sessionHash: String
+    var session: HandlerSession
     var idToken: String?
     var accessToken: String?
     var tokenSecret: String?

@@ -72,6 +72,9 @@ struct TwitterVerifier: Sendable {
             method: "GET", url: url, queryItems: query, token: token, tokenSecret: secret, nonce: nonce,
             timestamp: Int(Date().timeIntervalSince1970))
         let answer = try client.get(url + "?include_email=true&skip_status=true", headers: ["Authorization: \(header)"])
+        if answer.status >= 500 || answer.status == 429 {
+            throw HeraldError(.unavailable, "Twitter could not check the credentials (HTTP \(answer.status))")
+        }
         guard answer.status == 200 else {
             throw HeraldError(.invalidIDPResponse, "Twitter refused the credentials (HTTP \(answer.status))")
         }

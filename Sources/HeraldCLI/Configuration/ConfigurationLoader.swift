@@ -230,9 +230,11 @@ struct ConfigurationParser {
                 section: "google", id: "google.com", issuer: "https://accounts.google.com",
                 jwksURL: "https://www.googleapis.com/oauth2/v3/certs", authorizationURL: "https://accounts.google.com/o/oauth2/v2/auth",
                 tokenURL: "https://oauth2.googleapis.com/token", trusted: true),
+            // Apple's web flow answers with a cross-site form POST (response_mode=form_post), which the handler does
+            // not take: apps sign in with Apple natively and send the ID token.
             OIDCDefaults(
                 section: "apple", id: "apple.com", issuer: "https://appleid.apple.com", jwksURL: "https://appleid.apple.com/auth/keys",
-                authorizationURL: "https://appleid.apple.com/auth/authorize", tokenURL: "https://appleid.apple.com/auth/token", trusted: true),
+                trusted: true),
         ]
         for defaults in known {
             if let provider = try await oidc("providers.\(defaults.section)", defaults) {
@@ -259,7 +261,13 @@ struct ConfigurationParser {
             }
             providers.twitter = .init(consumerKey: consumerKey, consumerSecret: consumerSecret, apiBaseURL: apiBase, trusted: twitterTrusted)
         }
-        providers.handlerURL = try await text("providers.handlerUrl", "") { $0.isEmpty ? nil : Self.httpURLProblem($0) }
+        providers.handlerURL = try await text("providers.handlerUrl", "") { url in
+            guard !url.isEmpty else { return nil }
+            if let problem = Self.httpURLProblem(url) { return problem }
+            let path = URLComponents(string: url)?.path ?? ""
+            return ["/__/auth/handler", "/emulator/auth/handler"].contains(path) && !url.contains("?") && !url.contains("#")
+                ? nil : "expected the handler's URL, ending in /__/auth/handler or /emulator/auth/handler, got '\(url)'"
+        }
         providers.appCallbacks = try await list("providers.appCallbacks", []) {
             $0.range(of: "^[A-Za-z][A-Za-z0-9+._-]*$", options: .regularExpression) == nil
                 ? "'\($0)' is not a URL scheme or an Android package name" : nil

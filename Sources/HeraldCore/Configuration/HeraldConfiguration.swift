@@ -167,7 +167,7 @@ public struct HeraldConfiguration: Sendable {
             public var trusted: Bool
             /// The hosted sign-in handler's authorization-code flow: where the browser approves, where the
             /// handler exchanges the code, and the client secret it authenticates with (from the environment,
-            /// never logged). The flow is off while `authorizationURL` or `tokenURL` is empty.
+            /// never logged). The flow is off while any of the three is empty.
             public var authorizationURL = ""
             public var tokenURL = ""
             public var clientSecret = ""
@@ -184,7 +184,7 @@ public struct HeraldConfiguration: Sendable {
             }
 
             /// Whether the hosted sign-in handler can run this provider's browser flow.
-            public var hasWebFlow: Bool { !authorizationURL.isEmpty && !tokenURL.isEmpty }
+            public var hasWebFlow: Bool { !authorizationURL.isEmpty && !tokenURL.isEmpty && !clientSecret.isEmpty }
         }
 
         /// Twitter (OAuth 1.0a): the access token and secret are checked by calling `verify_credentials`.

@@ -16,15 +16,7 @@ struct PageRenderer: Sendable {
     enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, success, error }
 
     init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
-        let path = "\(directory)/pages/page.html.mustache"
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw HeraldError(.templateError, "missing \(path)")
-        }
-        do {
-            template = try MustacheTemplate(string: text)
-        } catch {
-            throw HeraldError(.templateError, "\(path): \(error)")
-        }
+        template = try Self.template(at: "\(directory)/pages/page.html.mustache")
         var strings: [LocaleTag: [String: String]] = [:]
         let stringsDirectory = "\(directory)/pages/strings"
         for file in (try? FileManager.default.contentsOfDirectory(atPath: stringsDirectory)) ?? [] where file.hasSuffix(".json") {
@@ -40,6 +32,18 @@ struct PageRenderer: Sendable {
         self.strings = strings
         self.defaultLocale = defaultLocale
         self.appName = appName
+    }
+
+    /// A page template file, parsed. - Throws: `TEMPLATE_ERROR` naming the file.
+    static func template(at path: String) throws -> MustacheTemplate {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw HeraldError(.templateError, "missing \(path)")
+        }
+        do {
+            return try MustacheTemplate(string: text)
+        } catch {
+            throw HeraldError(.templateError, "\(path): \(error)")
+        }
     }
 
     /// The locale whose strings serve `requested` (`pl-PL → pl → default`).

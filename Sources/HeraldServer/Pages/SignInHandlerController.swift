@@ -19,19 +19,12 @@ struct SignInHandlerController: Sendable {
     init(actions: Actions, pages: PageRenderer) throws {
         self.actions = actions
         self.pages = pages
-        let path = "\(actions.configuration.templatesDirectory)/pages/provider-chooser.html.mustache"
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw HeraldError(.templateError, "missing \(path)")
-        }
-        do {
-            chooser = try MustacheTemplate(string: text)
-        } catch {
-            throw HeraldError(.templateError, "\(path): \(error)")
-        }
+        chooser = try PageRenderer.template(at: "\(actions.configuration.templatesDirectory)/pages/provider-chooser.html.mustache")
     }
 
     var routes: RouteCollection<HeraldRequestContext> {
         let routes = RouteCollection(context: HeraldRequestContext.self)
+            .add(middleware: ClientAddressMiddleware(trustedProxies: actions.configuration.limits.trustedProxies))
         for path in Self.paths { routes.get(RouterPath(path), use: handle) }
         return routes
     }
@@ -40,11 +33,11 @@ struct SignInHandlerController: Sendable {
         let rawQuery = request.uri.query ?? ""
         let language = IdpLanguage.of(rawQuery)
         guard let handlerURL = handlerURL(of: request) else {
-            return pages.page(.error, language, "the request names no host", .badRequest)
+            return pages.page(.error, language, "set providers.handlerUrl to the sign-in handler's public URL", .badRequest)
         }
         do {
             let answer = try await actions.signInHandler(
-                query: rawQuery, cookie: request.cookies[Self.cookieName]?.value, handlerURL: handlerURL)
+                query: rawQuery, cookie: request.cookies[Self.cookieName]?.value, handlerURL: handlerURL, clientIP: context.clientIP)
             switch answer {
             case .redirect(let location, let cookie):
                 var headers: HTTPFields = [.location: location, .cacheControl: "no-store", .init("Referrer-Policy")!: "no-referrer"]
@@ -64,13 +57,23 @@ struct SignInHandlerController: Sendable {
         }
     }
 
-    /// `providers.handlerUrl`, or the URL the app opened (`http://` and the Host header, as the SDKs open it
-    /// under `useEmulator`).
+    /// `providers.handlerUrl`, or the URL the app opened (`http://` and the Host header, as the SDKs open it under
+    /// `useEmulator`) — outside emulator mode only on loopback, where a forged Host header cannot send a provider's
+    /// answer elsewhere.
     private func handlerURL(of request: Request) -> String? {
         let configured = actions.configuration.providers.handlerURL
         if !configured.isEmpty { return configured }
         guard let host = request.head.authority, !host.isEmpty, !host.contains("/"), !host.contains("@") else { return nil }
+        guard actions.configuration.server.emulatorMode || Self.isLoopback(host) else { return nil }
         return "http://\(host)/\(request.uri.path.drop { $0 == "/" })"
+    }
+
+    private static let loopback = [try! IPNetwork("127.0.0.0/8"), try! IPNetwork("::1/128")]
+
+    /// `localhost`, `127.x.x.x` or `[::1]`, with any port.
+    static func isLoopback(_ authority: String) -> Bool {
+        let host = authority.hasPrefix("[") ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
+        return host.lowercased() == "localhost" || Self.loopback.contains { $0.contains(host) }
     }
 
     /// The pending flow's cookie, scoped to the handler's path; `""` expires it.
