@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """`make bench`: Herald's send throughput beside Postfix's smtp-source, into one smtp-sink.
 
-In one run against one smtp-sink on loopback, with one reused connection each:
-  (a) smtp-source -d sends N messages of Herald's rendered size;
+In one run against one smtp-sink on loopback, at 1 and at 4 connections (--connections):
+  (a) smtp-source -s C -d sends N messages of Herald's rendered size;
   (b) Herald queues N verification emails (`herald send --recipients`) and its worker
-      renders, sends and records each one (`herald worker --until-empty --concurrency 1`).
-Prints both rates, their ratio, Herald's queueing rate and the worker's peak RSS, then
+      renders, sends and records each one (`herald worker --until-empty --concurrency C`).
+Prints both rates, their ratio, Herald's queueing rate, the worker's CPU per message (user + sys,
+from wait4 as /usr/bin/time reports it) and its peak RSS, then
 (c) imports a 1,000,000-row campaign CSV and prints rows/s and peak RSS.
 Each side runs --runs times; medians are reported. Not a test: nothing here asserts.
 """
@@ -57,8 +58,8 @@ def run_measured(argv: list[str], env: dict | None = None, timeout: float = 600)
     return elapsed
 
 
-def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[float, int]:
-    """Runs argv and returns (wall seconds, peak RSS KiB) using wait4 on that child alone."""
+def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[float, int, float]:
+    """Runs argv and returns (wall seconds, peak RSS KiB, CPU seconds user + sys) using wait4 on that child alone."""
     started = time.monotonic()
     log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty worker must never block on stderr
     process = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
@@ -76,7 +77,7 @@ def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[floa
     if code != 0:
         log.seek(0)
         sys.exit(f"bench: {' '.join(argv)} exited {code}: {log.read().decode(errors='replace')[-2000:]}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -84,6 +85,7 @@ def main() -> None:
     parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
     parser.add_argument("-n", type=int, default=20000, help="messages per run (>= 20000 for the target)")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connections", type=int, nargs="+", default=[1, 4], help="connection counts to measure")
     parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
     args = parser.parse_args()
     for tool in ("smtp-sink", "smtp-source"):
@@ -108,28 +110,35 @@ def main() -> None:
         recipients = work / "recipients.txt"
         recipients.write_text("".join(f"user{i}@example.com\n" for i in range(args.n)))
 
-        source_rates, herald_rates, queue_rates, rss = [], [], [], []
-        for run in range(1, args.runs + 1):
-            seconds = run_measured([sbin("smtp-source"), "-s", "1", "-m", str(args.n), "-l", str(size), "-d",
-                                          "-f", "bench@herald.test", "-t", "rcpt@example.com", f"127.0.0.1:{port}"])
-            source_rates.append(args.n / seconds)
+        table = []
+        for connections in args.connections:
+            source_rates, herald_rates, queue_rates, rss, cpu = [], [], [], [], []
+            for run in range(1, args.runs + 1):
+                seconds = run_measured([sbin("smtp-source"), "-s", str(connections), "-m", str(args.n), "-l", str(size), "-d",
+                                        "-f", "bench@herald.test", "-t", "rcpt@example.com", f"127.0.0.1:{port}"])
+                source_rates.append(args.n / seconds)
 
-            database = work / f"run{run}.sqlite"
-            env = {**base_env, "HERALD_DATABASE_PATH": str(database)}
-            queue_seconds = run_measured([args.herald, "send", "verify-email", "--recipients", str(recipients),
-                                                "--continue-url", "https://localhost/welcome"], env=env)
-            queue_rates.append(args.n / queue_seconds)
-            send_seconds, peak = run_with_rss([args.herald, "worker", "--until-empty", "--concurrency", "1"], env)
-            with sqlite3.connect(database) as db:
-                sent = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0]
-                attempts = db.execute("SELECT COUNT(*) FROM delivery_attempts WHERE outcome = 'sent'").fetchone()[0]
-            if sent != args.n or attempts != args.n:
-                sys.exit(f"bench: ledger shows {sent} sent rows and {attempts} sent attempts, expected {args.n}")
-            herald_rates.append(args.n / send_seconds)
-            rss.append(peak)
-            print(f"run {run}: smtp-source {source_rates[-1]:,.0f} msg/s | herald send {herald_rates[-1]:,.0f} msg/s "
-                  f"(ledger: {sent} sent) | herald queue {queue_rates[-1]:,.0f} msg/s | worker peak RSS {peak / 1024:.1f} MiB",
-                  flush=True)
+                database = work / f"c{connections}-run{run}.sqlite"
+                env = {**base_env, "HERALD_DATABASE_PATH": str(database)}
+                queue_seconds = run_measured([args.herald, "send", "verify-email", "--recipients", str(recipients),
+                                              "--continue-url", "https://localhost/welcome"], env=env)
+                queue_rates.append(args.n / queue_seconds)
+                send_seconds, peak, cpu_seconds = run_with_rss(
+                    [args.herald, "worker", "--until-empty", "--concurrency", str(connections)], env)
+                with sqlite3.connect(database) as db:
+                    sent = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0]
+                    attempts = db.execute("SELECT COUNT(*) FROM delivery_attempts WHERE outcome = 'sent'").fetchone()[0]
+                if sent != args.n or attempts != args.n:
+                    sys.exit(f"bench: ledger shows {sent} sent rows and {attempts} sent attempts, expected {args.n}")
+                database.unlink()
+                herald_rates.append(args.n / send_seconds)
+                rss.append(peak)
+                cpu.append(cpu_seconds / args.n * 1e6)
+                print(f"{connections} connection(s), run {run}: smtp-source {source_rates[-1]:,.0f} msg/s | herald "
+                      f"{herald_rates[-1]:,.0f} msg/s (ledger: {sent} sent) | queue {queue_rates[-1]:,.0f} msg/s | "
+                      f"worker CPU {cpu[-1]:.0f} µs/msg | peak RSS {peak / 1024:.1f} MiB", flush=True)
+            table.append((connections, statistics.median(source_rates), statistics.median(herald_rates),
+                         statistics.median(queue_rates), statistics.median(cpu), max(rss)))
 
         import_line = None
         if args.import_rows:
@@ -139,24 +148,24 @@ def main() -> None:
                 for i in range(args.import_rows):
                     out.write(f"user{i}@example.com,User {i},{'pl' if i % 3 == 0 else 'en'},p{i % 7}\n")
             env = {**base_env, "HERALD_DATABASE_PATH": str(work / "import.sqlite")}
-            seconds, peak = run_with_rss([args.herald, "campaign", "create", "bench", "--action", "verify-email",
+            seconds, peak, _ = run_with_rss([args.herald, "campaign", "create", "bench", "--action", "verify-email",
                                           "--recipients", str(csv_path)], env)
             with sqlite3.connect(work / "import.sqlite") as db:
                 rows = db.execute("SELECT COUNT(*) FROM outbox WHERE campaign_id IS NOT NULL").fetchone()[0]
             if rows != args.import_rows:
                 sys.exit(f"bench: import stored {rows} rows, expected {args.import_rows}")
             import_line = (f"campaign import             {args.import_rows / seconds:,.0f} rows/s for {args.import_rows:,} CSV rows "
-                           f"(target >= 50,000), peak RSS {peak / 1024:.1f} MiB")
+                           f"(target >= 150,000), peak RSS {peak / 1024:.1f} MiB")
 
-        source, herald = statistics.median(source_rates), statistics.median(herald_rates)
         print()
-        print(f"messages per run          {args.n} (rendered verification emails, {size} bytes each)")
-        print(f"connections               1 each (smtp-source -s 1 -d; herald --concurrency 1)")
-        print(f"smtp-source               {source:,.0f} msg/s (median of {args.runs})")
-        print(f"herald worker             {herald:,.0f} msg/s (median; render + send + ledger record per message)")
-        print(f"ratio herald/smtp-source  {herald / source:.2f} (target >= 0.70)")
-        print(f"herald queueing           {statistics.median(queue_rates):,.0f} msg/s (send --recipients)")
-        print(f"herald worker peak RSS    {max(rss) / 1024:.1f} MiB")
+        print(f"messages per run: {args.n} rendered verification emails of {size} bytes; medians of {args.runs} runs")
+        print(f"{'connections':>11} | {'smtp-source':>13} | {'herald worker':>13} | {'ratio':>5} | {'target':>6} | "
+              f"{'CPU/msg':>8} | {'peak RSS':>9} | {'queueing':>12}")
+        for connections, source, herald, queued, per_message, peak in table:
+            target = {1: "0.90", 4: "0.70"}.get(connections, "-")
+            print(f"{connections:>11} | {source:>9,.0f} /s | {herald:>9,.0f} /s | {herald / source:>5.2f} | {target:>6} | "
+                  f"{per_message:>5.0f} µs | {peak / 1024:>5.1f} MiB | {queued:>8,.0f} /s")
+        print("worker CPU per message: user + sys of `herald worker` (target <= 100 µs); peak RSS target <= 100 MB")
         if import_line:
             print(import_line)
     finally:

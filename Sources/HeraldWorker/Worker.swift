@@ -4,7 +4,8 @@ import HeraldMail
 import HeraldStore
 import Logging
 
-/// The dispatch loop: claim → render → send → record, on one thread per SMTP connection.
+/// The dispatch loop: claim → render → send → record, with one thread per SMTP connection and one that
+/// writes the ledger for all of them (`LedgerDesk`: claims, and outcomes recorded in group commits).
 ///
 /// libcurl blocks, so each connection gets its own `Thread`; nothing here runs on Swift's
 /// cooperative pool. Stopping finishes and records the in-flight send on every thread, hands
@@ -60,7 +61,8 @@ public struct Worker: Sendable {
         rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate)
     }
 
-    /// Runs `concurrency` connection threads until stopped, or until nothing is pending when `untilEmpty`.
+    /// Runs `concurrency` connection threads and the ledger desk until stopped, or until nothing is pending
+    /// when `untilEmpty`.
     public func run(untilEmpty: Bool, concurrency: Int, stop: StopSignal) async throws -> WorkerSummary {
         let started = Date()
         let results = ThreadResults()
@@ -69,6 +71,7 @@ public struct Worker: Sendable {
         let housekeeper = Housekeeper(
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
             maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
+        let count = max(1, concurrency)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
             group.enter()
@@ -76,17 +79,32 @@ public struct Worker: Sendable {
                 defer { group.leave() }
                 // Registered, and dead workers' rows back in the queue, before the first claim.
                 housekeeper.start()
-                for index in 0..<max(1, concurrency) {
+                let owners = (0..<count).map { "\(housekeeper.me.id)/\($0)" }
+                let desk = LedgerDesk(worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop)
+                group.enter()
+                let deskThread = Thread {
+                    defer { group.leave() }
+                    desk.run()
+                    if let error = desk.error {
+                        results.fail(error)
+                        stop.stop()
+                    }
+                    results.add(desk.summary)
+                }
+                deskThread.name = "herald-ledger"
+                deskThread.start()
+                for index in 0..<count {
                     group.enter()
                     let thread = Thread {
                         defer { group.leave() }
                         do {
-                            let context = Connection(owner: "\(housekeeper.me.id)/\(index)", watch: watch, stop: stop)
-                            results.add(try self.loop(untilEmpty: untilEmpty, context: context))
+                            let context = Connection(index: index, owner: owners[index], watch: watch, stop: stop, desk: desk)
+                            results.add(try self.loop(context: context))
                         } catch {
                             results.fail(error)
                             stop.stop()  // one broken connection thread stops the others cleanly
                         }
+                        desk.leave(index)
                     }
                     thread.name = "herald-smtp-\(index)"
                     thread.start()
@@ -105,68 +123,59 @@ public struct Worker: Sendable {
         return summary
     }
 
-    /// What one connection's three threads share.
+    /// One connection's place in the worker.
     struct Connection: Sendable {
+        let index: Int
         /// Names this connection's claims: `<worker id>/<index>`.
         let owner: String
         let watch: LedgerWatch
         let stop: StopSignal
+        let desk: LedgerDesk
     }
 
-    /// A claimed row with its message built (or the reason it could not be built).
-    struct Prepared: Sendable {
-        let claimed: ClaimedMessage
-        let composed: Result<MessageComposer.Composed, HeraldError>
-    }
-
-    /// One connection as a three-stage pipeline, each stage on its own thread: the preparer claims
-    /// and renders ahead, this thread only sends, the recorder writes each outcome to the ledger.
-    /// The SMTP connection never waits for rendering or claiming. A finished send waits until the
-    /// recorder has taken the previous outcome, so at most two sends per connection are ever
-    /// unrecorded (one being recorded, one just sent): a crash can duplicate only those.
-    private func loop(untilEmpty: Bool, context: Connection) throws -> WorkerSummary {
+    /// One connection, on its own thread: takes the rows the desk claimed for it, renders each just before
+    /// sending it, sends, and hands the outcome to the desk. It starts a send only once its earlier outcomes
+    /// but the last are recorded, so at most two of its sends are ever unrecorded.
+    private func loop(context: Connection) throws -> WorkerSummary {
         let transport = try makeTransport()
         let stop = context.stop
+        let desk = context.desk
         let breaker = ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap)
-        let prepared = Handoff<Prepared>(capacity: 16)
-        let outcomes = Handoff<Outcome>(capacity: 1)
-        let preparer = Preparer(worker: self, handoff: prepared, untilEmpty: untilEmpty, context: context, breaker: breaker)
-        let recorder = Recorder(worker: self, outcomes: outcomes, preparer: preparer, context: context)
-        let base = Thread.current.name ?? "herald-smtp"
-        for (stage, body) in [("prepare", preparer.run), ("record", recorder.run)] {
-            let thread = Thread(block: body)
-            thread.name = "\(base)-\(stage)"
-            thread.start()
-        }
         var summary = WorkerSummary()
-        var failure: (any Error)?
-        func giveBack(_ items: [Prepared]) {
-            guard !items.isEmpty else { return }
-            do {
-                _ = try context.watch.run("handing back claimed rows", stop: stop, persistence: .afterStop(stopGrace)) {
-                    try store.release(items.map(\.claimed))
-                }
-            } catch {
-                failure = failure ?? error
+        var queue: [ClaimedMessage] = []
+        var next = 0
+        /// Hands unsent rows back to the queue at once.
+        func giveBack(_ rows: ArraySlice<ClaimedMessage>) throws {
+            guard !rows.isEmpty else { return }
+            _ = try context.watch.run("handing back claimed rows", stop: stop, persistence: .afterStop(stopGrace)) {
+                try store.release(Array(rows))
             }
-            summary.released += items.count
-            preparer.settled(items.count)
+            summary.released += rows.count
+            desk.settled(rows.count, connection: context.index)
         }
-        while let item = prepared.take() {
+        defer { summary.connections = transport.connectionsOpened }
+        while true {
+            if next == queue.count {
+                guard let rows = desk.take(context.index) else { break }
+                (queue, next) = (rows, 0)
+            }
             if stop.isStopped {
-                giveBack([item] + prepared.close())
+                try giveBack(queue[next...])
                 break
             }
-            let leaseLeft = item.claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow
-            if leaseLeft < leaseMargin || breaker.pause != nil {
-                // The lease is nearly over (another worker may soon take the row), or the connection
-                // is paused: hand it back unsent.
-                giveBack([item])
+            // Ask for the next rows while a quarter of these remain, so the connection never waits for a claim.
+            if queue.count - next <= max(1, queue.count / 4) { desk.ask(context.index) }
+            let claimed = queue[next]
+            next += 1
+            let leaseLeft = claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow
+            if leaseLeft < leaseMargin {
+                // The lease is nearly over (another worker may soon take the row): hand it back unsent.
+                try giveBack([claimed])
                 continue
             }
             let started = Date()
             let result: DeliveryResult
-            switch item.composed {
+            switch prepare(claimed) {
             case .success(let composed):
                 rateLimiter?.acquire()
                 result = transport.send(from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
@@ -180,25 +189,19 @@ public struct Worker: Sendable {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
                 logger.info("SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))")
             }
-            let outcome = Outcome(claimed: item.claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
-            // False only when the recorder failed; the unrecorded row returns when this worker is found gone.
-            guard outcomes.put(outcome, waitUntilTaken: true) else { break }
+            let outcome = Outcome(claimed: claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
+            // False only when the desk failed; the unrecorded row returns when this worker is found gone.
+            guard desk.hand(outcome, from: context.index) else { break }
             if let pause {
                 logger.warning(
                     "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
                     metadata: ["reply": "\(result.replyText)", "connection": "\(context.owner)"])
-                giveBack(prepared.drain())
+                try giveBack(queue[next...])
+                (queue, next) = ([], 0)
                 breaker.waitWhilePaused(stop)
             }
         }
-        _ = prepared.close()
-        outcomes.finish()
-        preparer.waitUntilDone()
-        recorder.waitUntilDone()
-        summary.add(recorder.summary)
-        summary.released += preparer.released
-        summary.connections = transport.connectionsOpened
-        if let error = failure ?? recorder.error ?? preparer.error { throw error }
+        desk.flush(context.index)
         return summary
     }
 
@@ -213,7 +216,7 @@ public struct Worker: Sendable {
     }
 
     /// Renders a claimed row; a failure becomes a permanent failure of that row, not of the worker.
-    func prepare(_ claimed: ClaimedMessage) -> Prepared {
+    func prepare(_ claimed: ClaimedMessage) -> Result<MessageComposer.Composed, HeraldError> {
         let message = claimed.message
         let now = Date()
         do {
@@ -223,16 +226,16 @@ public struct Worker: Sendable {
                     locale: message.locale, settings: message.settings, code: claimed.code.plaintext,
                     messageID: message.messageID, requestedAt: message.queuedAt, date: now, variables: message.variables,
                     campaignID: message.campaignID, lifetime: message.linkLifetime))
-            return Prepared(claimed: claimed, composed: .success(composed))
+            return .success(composed)
         } catch let error as HeraldError {
-            return Prepared(claimed: claimed, composed: .failure(error))
+            return .failure(error)
         } catch {
-            return Prepared(claimed: claimed, composed: .failure(HeraldError(.templateError, "\(error)")))
+            return .failure(HeraldError(.templateError, "\(error)"))
         }
     }
 
-    /// Decides the row's next state from a send's outcome and writes it to the ledger.
-    func record(_ outcome: Outcome, summary: inout WorkerSummary, context: Connection) throws {
+    /// Decides the row's next state from a send's outcome, counting it in `summary`.
+    func decide(_ outcome: Outcome, summary: inout WorkerSummary) -> DeliveryRecord {
         let message = outcome.claimed.message
         let result = outcome.result
         let decision: DeliveryRecord.Decision
@@ -253,14 +256,16 @@ public struct Worker: Sendable {
             decision = .deferred(until: Date().addingTimeInterval(retry.delay(afterAttempt: message.attempts)))
             summary.deferred += 1
         }
-        let record = DeliveryRecord(
+        return DeliveryRecord(
             decision: decision, replyCode: result.replyCode, replyText: result.replyText, startedAt: outcome.startedAt,
             finishedAt: outcome.finishedAt)
-        // A send that happened must be recorded: an unavailable ledger is waited for, even a while past a stop.
-        _ = try context.watch.run("recording a delivery", stop: context.stop, persistence: .afterStop(stopGrace)) {
-            try store.record(outcome.claimed, record, policy: policy)
-        }
-        switch decision {
+    }
+
+    /// Logs a recorded outcome.
+    func log(_ outcome: Outcome, _ record: DeliveryRecord) {
+        let message = outcome.claimed.message
+        let result = outcome.result
+        switch record.decision {
         case .sent:
             logger.debug("sent", metadata: ["outbox": "\(message.id)", "action": "\(message.kind.rawValue)"])
         case .deferred(let until):

@@ -20,6 +20,37 @@ import Testing
         #expect(try store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
     }
 
+    @Test func aGroupCommitRecordsEveryOutcomeOfTheBatchInOneTransaction() throws {
+        let policy = Fixture.policy()
+        for email in ["a@example.com", "b@example.com", "c@example.com"] {
+            _ = try store.enqueue(try Fixture.request(.resetPassword, email), messageDomain: Fixture.messageDomain)
+        }
+        let claimed = try store.claim(policy)
+        #expect(claimed.count == 3)
+        var commits = 0
+        let counter = CommitCounter { commits += 1 }
+        store.pool.base.add(transactionObserver: counter)
+        try store.record([(claimed[0], Fixture.sent()), (claimed[1], Fixture.failed()), (claimed[2], Fixture.sent())], policy: policy)
+        #expect(commits == 1)
+        #expect(try store.stateCounts() == [.sent: 2, .failed: 1])
+        #expect(try claimed.map { try store.attempts(outboxID: $0.message.id).count } == [1, 1, 1])
+        let status = try store.queueStatus()
+        #expect(status.pending == 0 && status.sending == 0 && status.nextDue == nil)
+    }
+
+    @Test func theClaimReadsDueRowsThroughTheirPartialIndex() throws {
+        let plan = try store.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    EXPLAIN QUERY PLAN SELECT id FROM outbox WHERE state IN ('queued','deferred') AND next_attempt_at <= 0
+                    ORDER BY priority, next_attempt_at, id LIMIT 200
+                    """
+            ).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("outbox_due") } && !plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+    }
+
     @Test func onlyTheCodesHashIsStoredAndThePlaintextIsNowhereInTheFiles() throws {
         let policy = Fixture.policy()
         let id = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain)
@@ -128,4 +159,14 @@ import Testing
             #expect(error?.description.contains(path) == true)
         }
     }
+}
+
+/// Counts committed transactions.
+private final class CommitCounter: TransactionObserver, @unchecked Sendable {
+    let onCommit: () -> Void
+    init(_ onCommit: @escaping () -> Void) { self.onCommit = onCommit }
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidCommit(_ db: Database) { onCommit() }
+    func databaseDidRollback(_ db: Database) {}
 }

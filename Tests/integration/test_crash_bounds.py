@@ -1,7 +1,7 @@
 """Crash bounds (issue #9): what a SIGKILLed worker may cost, and how fast its rows come back.
 
-Per SMTP connection the worker has a claiming, a sending and a recording thread, and at most two
-sends per connection are unrecorded at any moment (one being recorded, one being sent), so a
+Per SMTP connection the worker has a sending thread, and one ledger desk claims and records for all of
+them (group commits); at most two sends per connection are unrecorded at any moment (one being recorded, one being sent), so a
 SIGKILL can duplicate at most 2 x connections messages. Workers register with a heartbeat; rows
 held by a dead worker (its PID gone on this host, or its heartbeat older than
 worker.heartbeatTimeout) return to the queue at the next claim by any worker - within seconds,

@@ -31,7 +31,7 @@ struct PreviewCommand: AsyncParsableCommand {
                 MessageComposer.Input(
                     kind: kind, email: try EmailAddress("ada@example.com"),
                     newEmail: kind == .verifyAndChangeEmail ? try EmailAddress("ada.lovelace@example.com") : nil,
-                    displayName: "Ada Lovelace", locale: try locale.map(LocaleTag.init) ?? runtime.configuration.links.defaultLocale,
+                    displayName: "Ada Lovelace", locale: try locale.map { try LocaleTag($0) } ?? runtime.configuration.links.defaultLocale,
                     settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
                     code: "PREVIEW-ONLY-NOT-A-VALID-CODE", messageID: "<preview.herald@\(composer.from.address.domain)>",
                     requestedAt: Date(), date: Date()))

@@ -33,7 +33,7 @@ public struct ActionRequest: Sendable, Hashable {
         }
         try settings.validate(for: kind, authorizedDomains: links.authorizedDomains)
         self.settings = settings
-        self.locale = try locale.map(LocaleTag.init) ?? links.defaultLocale
+        self.locale = try locale.map { try LocaleTag($0) } ?? links.defaultLocale
         self.displayName = try displayName.map(DisplayName.validate)
     }
 

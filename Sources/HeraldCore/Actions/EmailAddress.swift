@@ -33,6 +33,12 @@ public struct EmailAddress: Hashable, Sendable, CustomStringConvertible, Codable
         value = raw.lowercased()
     }
 
+    /// An address the ledger stored after validating it: taken as it is, not checked again (the worker reads
+    /// thousands a second).
+    public init(stored value: String) {
+        self.value = value
+    }
+
     private static let atext: Set<UInt8> = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~".utf8))
 
     static func isValid(_ raw: String) -> Bool {

@@ -11,6 +11,11 @@ public struct LocaleTag: Hashable, Sendable, CustomStringConvertible, Codable {
 
     public var isRightToLeft: Bool { Self.rightToLeft.contains(language) }
 
+    /// A tag the ledger stored after normalizing it: taken as it is.
+    public init(stored value: String) {
+        self.value = value
+    }
+
     public init(_ raw: String) throws {
         let parts = raw.replacingOccurrences(of: "_", with: "-").split(separator: "-", omittingEmptySubsequences: false)
         guard raw.utf8.count <= 35, let first = parts.first, (2...8).contains(first.count),

@@ -259,15 +259,17 @@ private final class Exchange {
 
     init(message: [UInt8]) { self.message = message }
 
-    /// Records a complete reply line; continuation lines ("250-…") are skipped.
-    func receive(_ line: String) {
-        let trimmed = line.trimmingCharacters(in: .newlines)
-        let bytes = Array(trimmed.utf8)
-        guard bytes.count >= 3, bytes[0...2].allSatisfy({ (48...57).contains($0) }) else { return }
-        guard bytes.count == 3 || bytes[3] == UInt8(ascii: " ") else { return }
-        lastReply = trimmed
-        if failureReply == nil, bytes[0] == UInt8(ascii: "4") || bytes[0] == UInt8(ascii: "5") {
-            failureReply = trimmed
+    /// Records a complete reply line; continuation lines ("250-…") are skipped. Works on the bytes: a String is
+    /// made only for the lines kept.
+    func receive(_ line: UnsafeRawBufferPointer) {
+        var end = line.count
+        while end > 0, line[end - 1] == 13 || line[end - 1] == 10 { end -= 1 }
+        guard end >= 3, (48...57).contains(line[0]), (48...57).contains(line[1]), (48...57).contains(line[2]) else { return }
+        guard end == 3 || line[3] == UInt8(ascii: " ") else { return }
+        let reply = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self)
+        lastReply = reply
+        if failureReply == nil, line[0] == UInt8(ascii: "4") || line[0] == UInt8(ascii: "5") {
+            failureReply = reply
             failureCommand = lastCommand ?? .greeting
         }
     }
@@ -288,8 +290,7 @@ private let readCallback: ccurl_data_callback = { buffer, size, count, userdata 
 private let replyCallback: ccurl_data_callback = { buffer, size, count, userdata in
     guard let buffer, let userdata else { return size * count }
     let exchange = Unmanaged<Exchange>.fromOpaque(userdata).takeUnretainedValue()
-    let bytes = UnsafeRawBufferPointer(start: buffer, count: size * count)
-    exchange.receive(String(decoding: bytes, as: UTF8.self))
+    exchange.receive(UnsafeRawBufferPointer(start: buffer, count: size * count))
     return size * count
 }
 

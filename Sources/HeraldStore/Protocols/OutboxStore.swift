@@ -34,8 +34,9 @@ public protocol OutboxStore: WorkerRegistry {
     /// for each (only its hash is stored).
     func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage]
 
-    /// Records one attempt and moves the row to its next state; a late result never overwrites a new owner's.
-    func record(_ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws
+    /// Records attempts and moves each row to its next state, all in one transaction (a group commit);
+    /// a late result never overwrites a new owner's.
+    func record(_ batch: [(claimed: ClaimedMessage, record: DeliveryRecord)], policy: ClaimPolicy) throws
 
     /// Returns claimed rows that were not sent to the queue at once, voiding their codes.
     func release(_ claimed: [ClaimedMessage], now: Date) throws
@@ -80,6 +81,11 @@ extension OutboxStore {
     }
 
     public func release(_ claimed: [ClaimedMessage]) throws { try release(claimed, now: Date()) }
+
+    /// Records one attempt (see `record(_:policy:)`).
+    public func record(_ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws {
+        try self.record([(claimed, record)], policy: policy)
+    }
 
     public func messages(state: OutboxState? = nil, email: EmailAddress? = nil) throws -> [OutboxMessage] {
         try messages(state: state, email: email, limit: nil)

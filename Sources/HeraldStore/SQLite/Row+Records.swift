@@ -48,20 +48,47 @@ enum Records {
     }
 
     static func message(_ row: Row) throws -> OutboxMessage {
+        var cache = MessageDecoding()
+        return try message(row, cache: &cache)
+    }
+
+    /// Decoded `settings` and `variables` texts, reused across the rows of one claim (a bulk send or a campaign
+    /// repeats them); addresses and locales were validated before they were stored and are taken as they are.
+    struct MessageDecoding {
+        var settings: [String: ActionCodeSettings] = [:]
+        var variables: [String: [String: String]] = [:]
+    }
+
+    static func message(_ row: Row, cache: inout MessageDecoding) throws -> OutboxMessage {
         guard let kind = ActionKind(rawValue: row["action"]), let state = OutboxState(rawValue: row["state"]) else {
             throw HeraldError(.notFound, "outbox row \(row["id"] as Int64) has an unknown action or state")
         }
+        let settingsText: String = row["settings"]
+        let settings: ActionCodeSettings
+        if let known = cache.settings[settingsText] {
+            settings = known
+        } else {
+            settings = try JSONDecoder().decode(ActionCodeSettings.self, from: Data(settingsText.utf8))
+            if cache.settings.count < 64 { cache.settings[settingsText] = settings }
+        }
+        var variables: [String: String] = [:]
+        if let text = row["variables"] as String?, text != "{}" {
+            if let known = cache.variables[text] {
+                variables = known
+            } else {
+                variables = try JSONDecoder().decode([String: String].self, from: Data(text.utf8))
+                if cache.variables.count < 64 { cache.variables[text] = variables }
+            }
+        }
         return OutboxMessage(
-            id: row["id"], kind: kind, recipient: try EmailAddress(row["recipient"]), email: try EmailAddress(row["email"]),
-            newEmail: try (row["new_email"] as String?).map { try EmailAddress($0) }, locale: try LocaleTag(row["locale"]),
-            displayName: row["display_name"],
-            settings: try JSONDecoder().decode(ActionCodeSettings.self, from: Data((row["settings"] as String).utf8)),
+            id: row["id"], kind: kind, recipient: EmailAddress(stored: row["recipient"]), email: EmailAddress(stored: row["email"]),
+            newEmail: (row["new_email"] as String?).map { EmailAddress(stored: $0) }, locale: LocaleTag(stored: row["locale"]),
+            displayName: row["display_name"], settings: settings,
             messageID: row["message_id"], priority: row["priority"], state: state, attempts: row["attempts"],
             queuedAt: Date(milliseconds: row["queued_at"]), nextAttemptAt: Date(milliseconds: row["next_attempt_at"]),
             leaseUntil: (row["lease_until"] as Int64?).map(Date.init(milliseconds:)), lastReplyCode: row["last_reply_code"],
             lastReply: row["last_reply"], sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
-            updatedAt: Date(milliseconds: row["updated_at"]), campaignID: row["campaign_id"],
-            variables: try (row["variables"] as String?).map { try JSONDecoder().decode([String: String].self, from: Data($0.utf8)) } ?? [:],
+            updatedAt: Date(milliseconds: row["updated_at"]), campaignID: row["campaign_id"], variables: variables,
             linkLifetime: row["link_lifetime"])
     }
 }

@@ -256,6 +256,13 @@ enum SQLiteMigrations {
                     CREATE INDEX account_events_uid ON account_events(uid);
                     """)
         }
+        migrator.registerMigration("v10: no index on outbox.state") { db in
+            // A full index on a column of six values: SQLite's planner preferred it to the partial indexes the claim
+            // and the expiry are written for, and sorted every queued row on each claim (7.7 ms per 200 rows at
+            // 20,000 queued); it also cost two index writes per state change. Every query it served has a partial
+            // index (outbox_due, outbox_leased, outbox_claimed_by, outbox_due_at, outbox_waiting) or is an admin listing.
+            try db.execute(sql: "DROP INDEX outbox_state")
+        }
         return migrator
     }
 }

@@ -37,10 +37,11 @@ extension SQLiteStore {
                     INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """)
+            var decoding = Records.MessageDecoding()
             for row in rows {
                 let message: OutboxMessage
                 do {
-                    message = try Records.message(row)
+                    message = try Records.message(row, cache: &decoding)
                 } catch {
                     // A row this version cannot read must not block the queue: fail it, visibly.
                     try db.execute(
@@ -144,13 +145,13 @@ extension SQLiteStore {
         guard !claimed.isEmpty else { return }
         let at = now.milliseconds
         try pool.write { db in
-            for item in claimed { try giveBack(db, item, next: at, reply: nil, at: at) }
+            for item in claimed { try Self.giveBack(db, item, next: at, reply: nil, at: at) }
         }
     }
 
     /// Gives a claimed row its attempt back: it returns to the queue due at `next`, its code voided,
     /// only while this claim still holds it (same lease). With a reply, the row shows it as its last.
-    func giveBack(_ db: Database, _ claimed: ClaimedMessage, next: Int64, reply: (code: Int?, text: String)?, at: Int64) throws {
+    static func giveBack(_ db: Database, _ claimed: ClaimedMessage, next: Int64, reply: (code: Int?, text: String)?, at: Int64) throws {
         try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END, attempts = attempts - 1,

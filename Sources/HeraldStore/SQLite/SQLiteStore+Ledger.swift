@@ -46,9 +46,12 @@ extension SQLiteStore {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT COUNT(*) AS pending, COALESCE(SUM(state = 'sending'), 0) AS sending,
-                           MIN(CASE WHEN state = 'sending' THEN lease_until ELSE next_attempt_at END) AS next_due
-                    FROM outbox WHERE state IN ('queued','deferred','sending')
+                    SELECT waiting + sending AS pending, sending,
+                           CASE WHEN lease IS NULL THEN due WHEN due IS NULL THEN lease ELSE MIN(lease, due) END AS next_due
+                    FROM (SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('queued','deferred')) AS waiting,
+                                 (SELECT COUNT(*) FROM outbox WHERE state = 'sending') AS sending,
+                                 (SELECT MIN(lease_until) FROM outbox WHERE state = 'sending') AS lease,
+                                 (SELECT MIN(next_attempt_at) FROM outbox WHERE state IN ('queued','deferred')) AS due)
                     """)!
             return QueueStatus(
                 pending: row["pending"], sending: row["sending"], nextDue: (row["next_due"] as Int64?).map(Date.init(milliseconds:)))
