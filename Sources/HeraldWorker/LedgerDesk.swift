@@ -50,7 +50,6 @@ final class LedgerDesk: @unchecked Sendable {
     private var outcomes: [Handed] = []
     /// Set when the desk fails; connections stop.
     private var failed = false
-    private var closing = false
     private let done = DispatchSemaphore(value: 0)
     /// Written by the desk thread; read after `waitUntilDone()`.
     private(set) var summary = WorkerSummary()
@@ -203,21 +202,22 @@ final class LedgerDesk: @unchecked Sendable {
         let now = Date()
         guard let rows = try watch.run("claiming mail", stop: stop, persistence: .untilStopped, { try store.claim(policy, owner: owner, now: now) })
         else { return }
+        var status: QueueStatus?
+        if rows.isEmpty {
+            status = try watch.run("reading the queue", stop: stop, persistence: .untilStopped) { try store.queueStatus() }
+            guard status != nil else { return }
+        }
         condition.lock()
         defer {
             condition.broadcast()
             condition.unlock()
         }
-        if !rows.isEmpty {
+        guard let status else {  // rows came (a status is read only for an empty claim)
             lanes[connection].inbox += rows
             lanes[connection].outstanding += rows.count
             lanes[connection].wants = false
             return
         }
-        condition.unlock()
-        let status = try watch.run("reading the queue", stop: stop, persistence: .untilStopped) { try store.queueStatus() }
-        condition.lock()
-        guard let status else { return }
         let ours = lanes.reduce(0) { $0 + $1.outstanding }
         if untilEmpty && status.pending == 0 {
             lanes[connection].finished = true

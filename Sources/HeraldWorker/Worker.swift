@@ -153,7 +153,6 @@ public struct Worker: Sendable {
             summary.released += rows.count
             desk.settled(rows.count, connection: context.index)
         }
-        defer { summary.connections = transport.connectionsOpened }
         while true {
             if next == queue.count {
                 guard let rows = desk.take(context.index) else { break }
@@ -202,6 +201,7 @@ public struct Worker: Sendable {
             }
         }
         desk.flush(context.index)
+        summary.connections = transport.connectionsOpened
         return summary
     }
 

@@ -7,8 +7,8 @@ import Testing
 @Suite struct IdpAssertionTests {
     @Test func postBodyOverridesTheQueryAndTheFragmentOverridesBoth() throws {
         let assertion = try IdpAssertion(
-            postBody: "providerId=google.com&id_token=from-body&nonce=n%201",
-            requestUri: "http://localhost/cb?providerId=apple.com&id_token=from-query#access_token=from-fragment")
+            postBody: "providerId=google.com&id_token=from-body&access_token=from-body&nonce=n%201",
+            requestUri: "http://localhost/cb?providerId=apple.com&id_token=from-query&access_token=from-query#access_token=from-fragment")
         #expect(assertion.providerId == "google.com")
         #expect(assertion.idToken == "from-body" && assertion.accessToken == "from-fragment" && assertion.nonce == "n 1")
     }

@@ -72,7 +72,7 @@ import Testing
 
     @Test func theNonceMustMatchItselfOrItsHash() async throws {
         _ = try await verifier.verify(try await token(nonce: "n-1"), keys: keys, nonce: "n-1")
-        _ = try await verifier.verify(try await token(nonce: OIDCTokenVerifier.sha256Hex("n-2")), keys: keys, nonce: "n-2")
+        _ = try await verifier.verify(try await token(nonce: Hex.sha256("n-2")), keys: keys, nonce: "n-2")
         await #expect(throws: HeraldError.self) { try await verifier.verify(try await token(nonce: "other"), keys: keys, nonce: "n-1") }
     }
 

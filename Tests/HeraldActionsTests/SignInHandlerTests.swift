@@ -57,16 +57,18 @@ import Testing
     @Test func sealedStateOpensOnlyForItsPurposeAndUntouched() throws {
         let seal = FlowSeal(serverKey: SymmetricKey(size: .bits256))
         let approved = ApprovedAssertion(
-            providerId: "twitter.com", session: HandlerSession(sent: "h", hashed: true), accessToken: "T", tokenSecret: "S",
-            expires: Date(timeIntervalSince1970: 2_000_000_000))
+            providerId: "twitter.com", session: HandlerSession(sent: "h", hashed: true), accessToken: "T",
+            tokenSecret: "SECRET-SENTINEL-42", expires: Date(timeIntervalSince1970: 2_000_000_000))
         let sealed = try seal.seal(approved, purpose: "a")
-        #expect(!sealed.contains("\"S\""))
+        // Encrypted, not merely encoded: the decoded bytes hold neither the secret nor the JSON.
+        let bytes = try #require(Base64URL.decode(sealed))
+        #expect(bytes.range(of: Data("SECRET-SENTINEL-42".utf8)) == nil && bytes.range(of: Data("tokenSecret".utf8)) == nil)
         let opened = try seal.open(sealed, as: ApprovedAssertion.self, purpose: "a")
-        #expect(opened.tokenSecret == "S" && opened.accessToken == "T")
+        #expect(opened.tokenSecret == "SECRET-SENTINEL-42" && opened.accessToken == "T")
         #expect(throws: HeraldError.self) { try seal.open(sealed, as: ApprovedAssertion.self, purpose: "b") }
-        var bytes = Array(sealed.utf8)
-        bytes[bytes.count / 2] = bytes[bytes.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        #expect(throws: HeraldError.self) { try seal.open(String(decoding: bytes, as: UTF8.self), as: ApprovedAssertion.self, purpose: "a") }
+        var tampered = Array(sealed.utf8)
+        tampered[tampered.count / 2] = tampered[tampered.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(throws: HeraldError.self) { try seal.open(String(decoding: tampered, as: UTF8.self), as: ApprovedAssertion.self, purpose: "a") }
         let other = FlowSeal(serverKey: SymmetricKey(size: .bits256))
         #expect(throws: HeraldError.self) { try other.open(sealed, as: ApprovedAssertion.self, purpose: "a") }
     }

@@ -29,7 +29,7 @@ import Testing
         #expect(claimed.count == 3)
         var commits = 0
         let counter = CommitCounter { commits += 1 }
-        store.pool.base.add(transactionObserver: counter)
+        store.pool.base.add(transactionObserver: counter, extent: .databaseLifetime)
         try store.record([(claimed[0], Fixture.sent()), (claimed[1], Fixture.failed()), (claimed[2], Fixture.sent())], policy: policy)
         #expect(commits == 1)
         #expect(try store.stateCounts() == [.sent: 2, .failed: 1])

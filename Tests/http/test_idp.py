@@ -67,6 +67,8 @@ def test_forged_expired_foreign_and_misissued_tokens_are_refused(server, oidc_is
                   oidc_issuer.id_token("s", email=email, alg="HS256")):
         assert_error(idp(srv, "oidc.acme", id_token=token), "INVALID_IDP_RESPONSE")
     assert_error(idp(srv, "oidc.other", id_token=oidc_issuer.id_token("s", email=email)), "OPERATION_NOT_ALLOWED")
+    # The issuer's own, valid token is taken, and none of the refused ones made an account.
+    assert ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("s", email=email)))["isNewUser"] is True
 
 
 def test_an_existing_email_needs_confirmation_then_links_with_the_id_token(server, oidc_issuer):

@@ -97,7 +97,7 @@ extension Actions {
                         ("code_challenge", challenge), ("code_challenge_method", "S256"),
                     ] + start.customParameters.sorted { $0.key < $1.key }
                 let separator = provider.authorizationURL.contains("?") ? "&" : "?"
-                let url = provider.authorizationURL + separator + Self.form(parameters)
+                let url = provider.authorizationURL + separator + PercentEncoding.query(parameters)
                 return .redirect(url, cookie: try handlerSeal.seal(pending, purpose: Self.pendingPurpose))
             }
             throw HeraldError(
@@ -140,7 +140,7 @@ extension Actions {
                 }
                 throw HeraldError(.invalidIDPResponse, "\(provider.id) refused the sign-in: \(reason.prefix(100))")
             }
-            let form = Self.form([
+            let form = PercentEncoding.query([
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", pending.callback), ("client_id", provider.clientID),
                 ("client_secret", provider.clientSecret), ("code_verifier", pending.codeVerifier ?? ""),
             ])
@@ -238,12 +238,7 @@ extension Actions {
 
     /// `url` with these query parameters (any query it had is replaced).
     static func link(_ url: String, _ parameters: [(String, String)]) -> String {
-        String(url.prefix { $0 != "?" && $0 != "#" }) + "?" + form(parameters)
-    }
-
-    /// `application/x-www-form-urlencoded` pairs.
-    static func form(_ parameters: [(String, String)]) -> String {
-        parameters.map { "\(PercentEncoding.encode($0))=\(PercentEncoding.encode($1))" }.joined(separator: "&")
+        String(url.prefix { $0 != "?" && $0 != "#" }) + "?" + PercentEncoding.query(parameters)
     }
 }
 

@@ -61,9 +61,7 @@ extension Actions {
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }
             throw error
         }
-        var linking: String?
-        if let token = request.idToken { linking = try await account(forIDToken: token).uid }
-        let linkingUID = linking
+        let linkingUID: String? = if let token = request.idToken { try await account(forIDToken: token).uid } else { nil }
         let store = store
         let outcome = try await offload {
             try store.signIn(with: identity, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)

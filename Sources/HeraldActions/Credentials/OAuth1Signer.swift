@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCore
 
 /// Signs requests with OAuth 1.0a HMAC-SHA1 (RFC 5849 §3.4) under a consumer key and secret: how Herald asks
 /// Twitter's `account/verify_credentials` whether a user's access token and secret are good.
@@ -113,33 +114,9 @@ struct OAuth1Signer: Sendable {
         return sorted.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
     }
 
-    /// §3.6: every UTF-8 byte outside `A-Z a-z 0-9 - . _ ~` becomes `%XX`, upper-case hex.
-    static func percentEncode(_ text: String) -> String {
-        let hexDigits = Array("0123456789ABCDEF".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            if isUnreserved(byte) {
-                bytes.append(byte)
-            } else {
-                bytes += [UInt8(ascii: "%"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]]
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"):
-            true
-        case UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
+    /// §3.6: every UTF-8 byte outside `A-Z a-z 0-9 - . _ ~` becomes `%XX`, upper-case hex: RFC 3986's
+    /// unreserved set, as `PercentEncoding` encodes.
+    static func percentEncode(_ text: String) -> String { PercentEncoding.encode(text) }
 
     /// `+` is a space and `%XX` a byte; a malformed escape is kept as written.
     private static func formDecode(_ text: Substring) -> String {

@@ -106,9 +106,7 @@ extension IdpAssertion {
         if trimmed.hasPrefix("{") { return Data(trimmed.utf8) }
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        return Base64URL.decode(parts[1])
     }
 
     /// JavaScript's `!!value`: the string "false" is true, as in the emulator.

@@ -45,7 +45,7 @@ public struct OIDCTokenVerifier: Sendable {
         if let iat = claims.iat, iat.value > now.addingTimeInterval(leeway) {
             throw HeraldError(.invalidIDPResponse, "the \(providerId) ID token was issued in the future")
         }
-        if let nonce, claims.nonce != nonce, claims.nonce != Self.sha256Hex(nonce) {
+        if let nonce, claims.nonce != nonce, claims.nonce != Hex.sha256(nonce) {
             throw HeraldError(.missingOrInvalidNonce, "")
         }
         guard !claims.sub.value.isEmpty else { throw HeraldError(.invalidIDPResponse, "the ID token has no subject") }
@@ -53,11 +53,6 @@ public struct OIDCTokenVerifier: Sendable {
             providerId: providerId, rawId: claims.sub.value, email: claims.email?.lowercased(),
             emailVerified: claims.email != nil && (claims.emailVerified?.value ?? false), displayName: claims.name,
             photoURL: claims.picture)
-    }
-
-    /// Apple puts the SHA-256 of the app's nonce in the token; others the nonce itself.
-    static func sha256Hex(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The claims Herald reads; `verify(using:)` is left to `verify` above, which names each failure.

@@ -100,8 +100,7 @@ public struct HandlerSession: Sendable, Hashable, Codable {
     func matches(_ sessionId: String?) -> Bool {
         guard let sessionId, !sessionId.isEmpty else { return false }
         guard hashed else { return Secret.equal(sessionId, sent) }
-        let digest = SHA256.hash(data: Data(sessionId.utf8)).map { String(format: "%02x", $0) }.joined()
-        return Secret.equal(digest, sent)
+        return Secret.equal(Hex.sha256(sessionId), sent)
     }
 }
 
@@ -231,11 +230,9 @@ struct FlowSeal: Sendable {
 
     /// - Throws: `INVALID_IDP_RESPONSE` when the text was not sealed by this server for this purpose.
     func open<Value: Decodable>(_ text: String, as type: Value.Type, purpose: String) throws -> Value {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        guard let data = Data(base64Encoded: base64), let box = try? AES.GCM.SealedBox(combined: data),
+        guard let data = Base64URL.decode(text), let box = try? AES.GCM.SealedBox(combined: data),
             let plain = try? AES.GCM.open(box, using: key, authenticating: Data(purpose.utf8)),
             let value = try? decoder.decode(type, from: plain)
         else {

@@ -28,8 +28,7 @@ struct TwitterVerifier: Sendable {
 
     /// Where the browser approves `requestToken`, with the app's extra parameters (`lang`, `force_login`, …).
     func authorizationURL(requestToken: String, parameters: [(String, String)]) -> String {
-        let query = ([("oauth_token", requestToken)] + parameters).map { "\(OAuth1Signer.percentEncode($0))=\(OAuth1Signer.percentEncode($1))" }
-        return base + "/oauth/authenticate?" + query.joined(separator: "&")
+        base + "/oauth/authenticate?" + PercentEncoding.query([("oauth_token", requestToken)] + parameters)
     }
 
     /// Step three: the user's access token and secret for an approved request token.
@@ -46,7 +45,7 @@ struct TwitterVerifier: Sendable {
         let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)
         let header = signer.authorizationHeader(
             method: "POST", url: url, queryItems: [], token: token, tokenSecret: tokenSecret, protocolItems: protocolItems,
-            nonce: String(ActionCode.generate().plaintext.prefix(32)), timestamp: Int(Date().timeIntervalSince1970))
+            nonce: RandomToken.hex(bytes: 16), timestamp: Int(Date().timeIntervalSince1970))
         let answer = try client.post(url, form: "", headers: ["Authorization: \(header)"])
         if answer.status >= 500 || answer.status == 429 {
             throw HeraldError(.unavailable, "Twitter could not answer \(url.split(separator: "/").last ?? "") (HTTP \(answer.status))")
@@ -67,7 +66,7 @@ struct TwitterVerifier: Sendable {
         let url = base + "/1.1/account/verify_credentials.json"
         let query = [("include_email", "true"), ("skip_status", "true")]
         let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)
-        let nonce = String(ActionCode.generate().plaintext.prefix(32))
+        let nonce = RandomToken.hex(bytes: 16)
         let header = signer.authorizationHeader(
             method: "GET", url: url, queryItems: query, token: token, tokenSecret: secret, nonce: nonce,
             timestamp: Int(Date().timeIntervalSince1970))

@@ -180,7 +180,7 @@ extension Actions {
             displayName: template.displayName, settings: template.settings, addresses: listed)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        return SHA256.hash(data: try encoder.encode(shape)).map { String(format: "%02x", $0) }.joined()
+        return Hex.sha256(try encoder.encode(shape))
     }
 
     /// The per-recipient limits on transactional mail (`policy`).

@@ -37,6 +37,23 @@ public enum Base64URL {
         while text.hasSuffix("=") { text.removeLast() }
         return text
     }
+
+    /// The bytes of base64url text, padded or not; nil when it is not base64url.
+    public static func decode(_ text: some StringProtocol) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// Lower-case hex digests.
+public enum Hex {
+    /// The SHA-256 of `text`'s UTF-8, in lower-case hex (Apple's hashed nonce, the SDKs' hashed session id).
+    public static func sha256(_ text: String) -> String { sha256(Data(text.utf8)) }
+
+    public static func sha256(_ data: Data) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
 }
 
 /// Random identifiers that are not secrets (Message-IDs, boundaries).

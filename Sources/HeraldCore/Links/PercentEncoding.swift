@@ -19,6 +19,11 @@ public enum PercentEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `name=value&…`, both percent-encoded (a query string or a form body).
+    public static func query(_ pairs: [(String, String)]) -> String {
+        pairs.map { "\(encode($0))=\(encode($1))" }.joined(separator: "&")
+    }
+
     private static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):

@@ -157,8 +157,7 @@ struct ActionPagesController: Sendable {
         // `continueURL` is a browser's serialization, so its first `#` starts the fragment.
         let fragmentStart = continueURL.firstIndex(of: "#") ?? continueURL.endIndex
         let base = continueURL[..<fragmentStart]
-        let parameters = [("apiKey", apiKey), ("oobCode", code), ("mode", kind.mode), ("lang", lang)]
-            .map { "\($0)=\(PercentEncoding.encode($1))" }.joined(separator: "&")
+        let parameters = PercentEncoding.query([("apiKey", apiKey), ("oobCode", code), ("mode", kind.mode), ("lang", lang)])
         let separator = base.contains("?") ? (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") : "?"
         return redirect(to: base + separator + parameters + continueURL[fragmentStart...])
     }

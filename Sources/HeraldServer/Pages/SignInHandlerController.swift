@@ -31,7 +31,7 @@ struct SignInHandlerController: Sendable {
 
     @Sendable func handle(_ request: Request, context: HeraldRequestContext) async -> Response {
         let rawQuery = request.uri.query ?? ""
-        let language = IdpLanguage.of(rawQuery)
+        let language = request.uri.queryParameters.get("hl")
         guard let handlerURL = handlerURL(of: request) else {
             return pages.page(.error, language, "set providers.handlerUrl to the sign-in handler's public URL", .badRequest)
         }
@@ -84,16 +84,6 @@ struct SignInHandlerController: Sendable {
         cookie += value.isEmpty ? "; Max-Age=0" : "; Max-Age=600"
         if handlerURL.lowercased().hasPrefix("https://") { cookie += "; Secure" }
         return cookie
-    }
-}
-
-/// The `hl` the app asked the handler's pages in.
-enum IdpLanguage {
-    static func of(_ rawQuery: String) -> String? {
-        for pair in rawQuery.split(separator: "&") where pair.hasPrefix("hl=") {
-            return String(pair.dropFirst(3)).removingPercentEncoding
-        }
-        return nil
     }
 }
 

@@ -126,19 +126,15 @@ extension SQLiteStore {
                     photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
                 """, arguments: Records.arguments(account))
-        // A provider the account no longer lists (unlinked, or dropped by a takeover) keeps no identity; the
-        // audit records each one that goes ('idp-unlink', the provider's raw id as detail).
-        try db.execute(
-            sql: """
-                INSERT INTO account_events (uid, kind, provider_id, at, detail)
-                SELECT uid, 'idp-unlink', provider_id, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER), raw_id
-                FROM federated_identities WHERE uid = ?1
-                AND provider_id NOT IN (SELECT value FROM json_each((SELECT providers FROM accounts WHERE uid = ?1)))
-                """, arguments: [account.uid])
-        try db.execute(
-            sql: """
-                DELETE FROM federated_identities WHERE uid = ?1
-                AND provider_id NOT IN (SELECT value FROM json_each((SELECT providers FROM accounts WHERE uid = ?1)))
-                """, arguments: [account.uid])
+        // Identities follow the account's providers: one the account no longer lists (unlinked) goes, and the
+        // audit records it ('idp-unlink', the provider's raw id as detail).
+        let linked = try Row.fetchAll(db, sql: "SELECT provider_id, raw_id FROM federated_identities WHERE uid = ?", arguments: [account.uid])
+        for row in linked where !account.providers.contains(row["provider_id"]) {
+            try db.execute(
+                sql: "DELETE FROM federated_identities WHERE provider_id = ? AND raw_id = ?", arguments: [row["provider_id"], row["raw_id"]])
+            try db.execute(
+                sql: "INSERT INTO account_events (uid, kind, provider_id, at, detail) VALUES (?, 'idp-unlink', ?, ?, ?)",
+                arguments: [account.uid, row["provider_id"], Date().milliseconds, row["raw_id"]])
+        }
     }
 }

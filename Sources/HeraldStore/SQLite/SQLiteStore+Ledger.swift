@@ -47,7 +47,7 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT waiting + sending AS pending, sending,
-                           CASE WHEN lease IS NULL THEN due WHEN due IS NULL THEN lease ELSE MIN(lease, due) END AS next_due
+                           MIN(COALESCE(lease, due), COALESCE(due, lease)) AS next_due
                     FROM (SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('queued','deferred')) AS waiting,
                                  (SELECT COUNT(*) FROM outbox WHERE state = 'sending') AS sending,
                                  (SELECT MIN(lease_until) FROM outbox WHERE state = 'sending') AS lease,
