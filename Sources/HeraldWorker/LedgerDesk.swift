@@ -5,11 +5,13 @@ import HeraldStore
 /// The one thread of a worker process that writes the ledger: it claims rows for every connection and records
 /// every connection's outcomes, many at a time.
 ///
-/// Connections hand in outcomes as they finish sends; the desk takes all that are waiting and records them in
-/// one transaction (a group commit: one WAL append for the batch), then tells each connection how far it is
-/// recorded. A connection starts a send only once all but its latest outcome are recorded, so at most two of
-/// its sends are ever unrecorded — one being recorded, one being sent — and a crash can duplicate only those
-/// (`returnOrphans` reads the first two rows of each connection's claim as possibly started).
+/// The send loop hands in outcomes as sends finish; the desk takes all that are waiting and records them in
+/// one transaction (a group commit: one WAL append for the batch). An outcome waits up to `commitDelay` for
+/// company, unless a connection is held back by it. A connection starts a send only while fewer than
+/// `ClaimPolicy.unrecordedPerConnection` (two) of its sends are unrecorded — one being recorded, one being
+/// sent — so a crash can duplicate only those (`returnOrphans` reads the first two rows of each connection's
+/// claim as possibly started). The desk wakes the send loop (`MailDispatcher.waker`) when it has claimed or
+/// recorded what a connection was waiting for.
 ///
 /// Claims are made per connection (`<worker id>/<connection>` as owner, as the orphan rule needs) when the
 /// connection runs low; recording goes first, so a claim never holds a connection's outcome back for long.
@@ -48,6 +50,16 @@ final class LedgerDesk: @unchecked Sendable {
     /// Each connection's claim owner, `<worker id>/<connection>`.
     private let owners: [String]
     private var outcomes: [Handed] = []
+    /// When the oldest outcome waiting in `outcomes` was handed in.
+    private var oldestOutcome: Date?
+    /// The send loop found a connection waiting for the desk (rows, or records); the next claim or record wakes it.
+    private var sendLoopWaits = false
+    /// `flush` waits: record at once.
+    private var flushing = false
+    /// How long an outcome may wait for others to share its commit, unless a connection needs it recorded.
+    static let commitDelay: TimeInterval = 0.002
+    /// The most outcomes recorded in one commit.
+    static let maxBatch = 256
     /// Set when the desk fails; connections stop.
     private var failed = false
     private let done = DispatchSemaphore(value: 0)
@@ -57,7 +69,11 @@ final class LedgerDesk: @unchecked Sendable {
     private var lastWaitLog = Date.distantPast
     private var lastWaitText = ""
 
-    init(worker: Worker, owners: [String], untilEmpty: Bool, watch: LedgerWatch, stop: StopSignal) {
+    /// Wakes the send loop after rows were claimed, outcomes recorded, or the desk failed.
+    private let wake: @Sendable () -> Void
+
+    init(worker: Worker, owners: [String], untilEmpty: Bool, watch: LedgerWatch, stop: StopSignal, wake: @escaping @Sendable () -> Void) {
+        self.wake = wake
         self.worker = worker
         self.untilEmpty = untilEmpty
         self.watch = watch
@@ -66,23 +82,36 @@ final class LedgerDesk: @unchecked Sendable {
         lanes = owners.map { _ in Lane() }
     }
 
-    // MARK: - The connections' side
+    // MARK: - The send loop's side (never blocks, except `flush`)
 
-    /// Rows for `connection`: waits until some are claimed for it; nil when none will come (or the desk stopped).
-    func take(_ connection: Int) -> [ClaimedMessage]? {
-        condition.lock()
-        defer { condition.unlock() }
-        while lanes[connection].inbox.isEmpty && !lanes[connection].finished && !failed && !stop.isStopped {
-            lanes[connection].wants = true
-            condition.broadcast()
-            _ = condition.wait(until: Date().addingTimeInterval(0.2))
-        }
-        let rows = lanes[connection].inbox
-        lanes[connection].inbox = []
-        return rows.isEmpty ? nil : rows
+    /// What the desk has for a connection.
+    enum Rows {
+        case rows([ClaimedMessage])
+        /// None yet: they have been asked for, and `wake` is called when they come.
+        case waiting
+        /// None will come (`--until-empty` found the queue empty, or the desk stopped or failed).
+        case finished
     }
 
-    /// Asks for more rows ahead of need, without waiting.
+    /// Rows claimed for `connection`, asking for them when there are none.
+    func rows(_ connection: Int) -> Rows {
+        condition.lock()
+        defer { condition.unlock() }
+        if !lanes[connection].inbox.isEmpty {
+            let rows = lanes[connection].inbox
+            lanes[connection].inbox = []
+            return .rows(rows)
+        }
+        if lanes[connection].finished || failed || stop.isStopped { return .finished }
+        sendLoopWaits = true
+        if !lanes[connection].wants {
+            lanes[connection].wants = true
+            condition.broadcast()
+        }
+        return .waiting
+    }
+
+    /// Asks for more rows ahead of need.
     func ask(_ connection: Int) {
         condition.lock()
         if !lanes[connection].wants && lanes[connection].inbox.isEmpty {
@@ -92,26 +121,39 @@ final class LedgerDesk: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Hands in a finished send, then waits until every earlier outcome of this connection is recorded.
-    /// Returns false when the desk has failed (the connection stops; its unrecorded rows return once this
-    /// worker is found gone).
+    /// Whether `connection` may start a send: every outcome it handed in but the latest is recorded, so at
+    /// most two of its sends are ever unrecorded (`wake` is called as records commit).
+    func mayStart(_ connection: Int) -> Bool {
+        condition.withLock {
+            let may = lanes[connection].handed - lanes[connection].recorded < ClaimPolicy.unrecordedPerConnection
+            if !may { sendLoopWaits = true }
+            return may
+        }
+    }
+
+    /// Hands in a finished send for recording. Returns false when the desk has failed (the connection
+    /// stops; its unrecorded rows return once this worker is found gone).
     func hand(_ outcome: Worker.Outcome, from connection: Int) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !failed else { return false }
+        if outcomes.isEmpty { oldestOutcome = Date() }
         outcomes.append(Handed(connection: connection, outcome: outcome))
         lanes[connection].handed += 1
         condition.broadcast()
-        let earlier = lanes[connection].handed - 1
-        while lanes[connection].recorded < earlier && !failed { condition.wait() }
-        return !failed
+        return true
     }
 
-    /// Waits until every outcome of this connection is recorded (before a pause, or at the end).
-    func flush(_ connection: Int) {
+    /// Whether the desk has failed (the send loop stops).
+    var hasFailed: Bool { condition.withLock { failed } }
+
+    /// Waits until every outcome handed in is recorded (at the end), or the desk failed.
+    func flush() {
         condition.lock()
         defer { condition.unlock() }
-        while lanes[connection].recorded < lanes[connection].handed && !failed { condition.wait() }
+        flushing = true
+        condition.broadcast()
+        while lanes.contains(where: { $0.recorded < $0.handed }) && !failed { condition.wait() }
     }
 
     /// Rows a connection gave back (or will never send) are no longer its own.
@@ -142,6 +184,7 @@ final class LedgerDesk: @unchecked Sendable {
             failed = true
             condition.broadcast()
             condition.unlock()
+            wake()
         }
     }
 
@@ -151,20 +194,30 @@ final class LedgerDesk: @unchecked Sendable {
         while true {
             condition.lock()
             var claimFor: Int?
+            var recordNow = false
             while true {
                 let now = Date()
                 claimFor = stop.isStopped ? nil : lanes.indices.first { lanes[$0].wants && !lanes[$0].finished && lanes[$0].nextClaim <= now }
-                if !outcomes.isEmpty || claimFor != nil { break }
-                if lanes.allSatisfy(\.finished) {
+                // A group commit waits a little for company, unless someone needs it now.
+                let recordDue = oldestOutcome.map { $0.addingTimeInterval(Self.commitDelay) } ?? .distantFuture
+                recordNow =
+                    !outcomes.isEmpty
+                    && (recordDue <= now || claimFor != nil || outcomes.count >= Self.maxBatch || flushing || stop.isStopped
+                        || lanes.contains { $0.finished || $0.handed - $0.recorded >= ClaimPolicy.unrecordedPerConnection })
+                if recordNow || claimFor != nil { break }
+                if outcomes.isEmpty && lanes.allSatisfy(\.finished) {
                     condition.unlock()
                     return
                 }
                 // The next claim that comes due (none once stopping: the connections are leaving), at most 0.2 s away.
                 let due = stop.isStopped ? nil : lanes.lazy.filter { $0.wants && !$0.finished }.map(\.nextClaim).min()
-                _ = condition.wait(until: max(now, min(due ?? .distantFuture, now.addingTimeInterval(0.2))))
+                _ = condition.wait(until: max(now, min(due ?? .distantFuture, recordDue, now.addingTimeInterval(0.2))))
             }
-            let batch = outcomes
-            outcomes = []
+            let batch = recordNow ? outcomes : []
+            if recordNow {
+                outcomes = []
+                oldestOutcome = nil
+            }
             condition.unlock()
 
             // Outcomes first, then at most one claim: connections waiting on either are served in turn.
@@ -190,7 +243,10 @@ final class LedgerDesk: @unchecked Sendable {
             lanes[handed.connection].outstanding -= 1
         }
         condition.broadcast()
+        let waiting = sendLoopWaits
+        sendLoopWaits = false
         condition.unlock()
+        if waiting { wake() }
         for (handed, entry) in zip(batch, records) { worker.log(handed.outcome, entry.record) }
     }
 
@@ -210,7 +266,10 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         defer {
             condition.broadcast()
+            let waiting = sendLoopWaits
+            sendLoopWaits = false
             condition.unlock()
+            if waiting { wake() }
         }
         guard let status else {  // rows came (a status is read only for an empty claim)
             lanes[connection].inbox += rows

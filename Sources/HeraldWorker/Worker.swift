@@ -4,12 +4,14 @@ import HeraldMail
 import HeraldStore
 import Logging
 
-/// The dispatch loop: claim → render → send → record, with one thread per SMTP connection and one that
-/// writes the ledger for all of them (`LedgerDesk`: claims, and outcomes recorded in group commits).
+/// The dispatch loop: claim → render → send → record. One send loop drives every SMTP connection
+/// through a `MailDispatcher` and renders each message just before it goes; each connection's
+/// blocking libcurl exchange runs on that connection's own thread (`ThreadedDispatcher`); the ledger
+/// desk (`LedgerDesk`) claims rows for every connection and records their outcomes in group commits.
 ///
-/// libcurl blocks, so each connection gets its own `Thread`; nothing here runs on Swift's
-/// cooperative pool. Stopping finishes and records the in-flight send on every thread, hands
-/// unsent claimed rows back to the queue, then returns — within one `smtp.timeout`.
+/// Nothing here runs on Swift's cooperative pool. Stopping finishes and records the in-flight send
+/// on every connection, hands unsent claimed rows back to the queue, then returns — within one
+/// `smtp.timeout`.
 ///
 /// Nothing passing is fatal: an unavailable ledger is waited out (`LedgerWatch`), a failing SMTP
 /// server pauses its connection without charging messages (`ConnectionBreaker`), and a dead
@@ -36,7 +38,8 @@ public struct Worker: Sendable {
     /// `ledger.eventRetention`: the housekeeper prunes older events; 0 keeps them.
     let eventRetention: TimeInterval
     let logger: Logger
-    let makeTransport: @Sendable () throws -> any MailTransport
+    /// Opens the given number of SMTP connections as one dispatcher.
+    let makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher
     /// `worker.maxRate`, shared by every connection of this process.
     let rateLimiter: RateLimiter?
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
@@ -44,7 +47,7 @@ public struct Worker: Sendable {
 
     public init(
         store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
-        makeTransport: @escaping @Sendable () throws -> any MailTransport
+        makeDispatcher: @escaping @Sendable (_ lanes: Int) throws -> any MailDispatcher
     ) {
         self.store = store
         self.composer = composer
@@ -57,11 +60,21 @@ public struct Worker: Sendable {
         heartbeatTimeout = configuration.worker.heartbeatTimeout
         eventRetention = configuration.ledger.eventRetention
         self.logger = logger
-        self.makeTransport = makeTransport
+        self.makeDispatcher = makeDispatcher
         rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate)
     }
 
-    /// Runs `concurrency` connection threads and the ledger desk until stopped, or until nothing is pending
+    /// A worker over blocking transports, one thread each (`ThreadedDispatcher`).
+    public init(
+        store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
+        makeTransport: @escaping @Sendable () throws -> any MailTransport
+    ) {
+        self.init(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
+            ThreadedDispatcher(try (0..<lanes).map { _ in try makeTransport() })
+        }
+    }
+
+    /// Runs `concurrency` SMTP connections and the ledger desk until stopped, or until nothing is pending
     /// when `untilEmpty`.
     public func run(untilEmpty: Bool, concurrency: Int, stop: StopSignal) async throws -> WorkerSummary {
         let started = Date()
@@ -75,12 +88,20 @@ public struct Worker: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
             group.enter()
-            let starter = Thread {
+            let sender = Thread {
                 defer { group.leave() }
                 // Registered, and dead workers' rows back in the queue, before the first claim.
                 housekeeper.start()
+                let dispatcher: any MailDispatcher
+                do {
+                    dispatcher = try makeDispatcher(count)
+                } catch {
+                    results.fail(error)
+                    return
+                }
                 let owners = (0..<count).map { "\(housekeeper.me.id)/\($0)" }
-                let desk = LedgerDesk(worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop)
+                let desk = LedgerDesk(
+                    worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop, wake: dispatcher.waker)
                 group.enter()
                 let deskThread = Thread {
                     defer { group.leave() }
@@ -93,25 +114,17 @@ public struct Worker: Sendable {
                 }
                 deskThread.name = "herald-ledger"
                 deskThread.start()
-                for index in 0..<count {
-                    group.enter()
-                    let thread = Thread {
-                        defer { group.leave() }
-                        do {
-                            let context = Connection(index: index, owner: owners[index], watch: watch, stop: stop, desk: desk)
-                            results.add(try self.loop(context: context))
-                        } catch {
-                            results.fail(error)
-                            stop.stop()  // one broken connection thread stops the others cleanly
-                        }
-                        desk.leave(index)
-                    }
-                    thread.name = "herald-smtp-\(index)"
-                    thread.start()
+                do {
+                    results.add(try self.sendLoop(SendLoop(owners: owners, watch: watch, stop: stop, desk: desk), dispatcher))
+                } catch {
+                    results.fail(error)
+                    stop.stop()
                 }
+                for index in 0..<count { desk.leave(index) }
+                dispatcher.close()
             }
-            starter.name = "herald-worker"
-            starter.start()
+            sender.name = "herald-send"
+            sender.start()
             group.notify(queue: .global()) {
                 housekeeping.stop()
                 housekeeper.waitUntilDone()
@@ -123,85 +136,134 @@ public struct Worker: Sendable {
         return summary
     }
 
-    /// One connection's place in the worker.
-    struct Connection: Sendable {
-        let index: Int
-        /// Names this connection's claims: `<worker id>/<index>`.
-        let owner: String
+    /// What the send loop works with.
+    struct SendLoop: Sendable {
+        /// Names each connection's claims: `<worker id>/<index>`.
+        let owners: [String]
         let watch: LedgerWatch
         let stop: StopSignal
         let desk: LedgerDesk
     }
 
-    /// One connection, on its own thread: takes the rows the desk claimed for it, renders each just before
-    /// sending it, sends, and hands the outcome to the desk. It starts a send only once its earlier outcomes
-    /// but the last are recorded, so at most two of its sends are ever unrecorded.
-    private func loop(context: Connection) throws -> WorkerSummary {
-        let transport = try makeTransport()
-        let stop = context.stop
-        let desk = context.desk
-        let breaker = ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap)
-        var summary = WorkerSummary()
+    /// One connection's state in the send loop.
+    private struct Lane {
+        /// Rows claimed for it, sent in order from `next`.
         var queue: [ClaimedMessage] = []
         var next = 0
-        /// Hands unsent rows back to the queue at once.
-        func giveBack(_ rows: ArraySlice<ClaimedMessage>) throws {
+        /// The send in progress.
+        var sending: (claimed: ClaimedMessage, started: Date)?
+        /// No more rows will come, or the worker stops.
+        var finished = false
+        let breaker: ConnectionBreaker
+    }
+
+    /// The send loop, on one thread for every connection: each idle connection takes its next row, the row is
+    /// rendered and its send started; then one poll waits for replies on every connection at once, and each
+    /// finished send goes to the desk. A connection starts a send only once its earlier outcomes but the last
+    /// are recorded, so at most two of its sends are ever unrecorded.
+    private func sendLoop(_ context: SendLoop, _ dispatcher: any MailDispatcher) throws -> WorkerSummary {
+        let stop = context.stop
+        let desk = context.desk
+        var lanes = (0..<dispatcher.lanes).map { _ in
+            Lane(breaker: ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap))
+        }
+        var summary = WorkerSummary()
+        /// Connections paused by a failure, whose unsent rows go back to the queue.
+        var pendingGiveBack: [Int] = []
+        /// Hands a connection's unsent rows back to the queue at once.
+        func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {
             guard !rows.isEmpty else { return }
             _ = try context.watch.run("handing back claimed rows", stop: stop, persistence: .afterStop(stopGrace)) {
                 try store.release(Array(rows))
             }
             summary.released += rows.count
-            desk.settled(rows.count, connection: context.index)
+            desk.settled(rows.count, connection: lane)
         }
-        while true {
-            if next == queue.count {
-                guard let rows = desk.take(context.index) else { break }
-                (queue, next) = (rows, 0)
+        /// Starts the connection's next send when it may.
+        func startNext(_ lane: Int) throws {
+            while !lanes[lane].finished && lanes[lane].sending == nil {
+                if stop.isStopped {
+                    try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
+                    (lanes[lane].queue, lanes[lane].next, lanes[lane].finished) = ([], 0, true)
+                    return
+                }
+                if desk.hasFailed {
+                    lanes[lane].finished = true  // its rows return once this worker is found gone
+                    return
+                }
+                guard lanes[lane].breaker.pause == nil, desk.mayStart(lane) else { return }
+                if lanes[lane].next == lanes[lane].queue.count {
+                    switch desk.rows(lane) {
+                    case .rows(let rows): (lanes[lane].queue, lanes[lane].next) = (rows, 0)
+                    case .waiting: return
+                    case .finished:
+                        lanes[lane].finished = true
+                        return
+                    }
+                }
+                // Ask for the next rows while a quarter of these remain, so the connection never waits for a claim.
+                let left = lanes[lane].queue.count - lanes[lane].next
+                if left <= max(1, lanes[lane].queue.count / 4) { desk.ask(lane) }
+                let claimed = lanes[lane].queue[lanes[lane].next]
+                lanes[lane].next += 1
+                if claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow < leaseMargin {
+                    // The lease is nearly over (another worker may soon take the row): hand it back unsent.
+                    try giveBack(lane, [claimed])
+                    continue
+                }
+                let started = Date()
+                switch prepare(claimed) {
+                case .success(let composed):
+                    rateLimiter?.acquire()
+                    dispatcher.start(lane: lane, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
+                    lanes[lane].sending = (claimed, started)
+                case .failure(let error):
+                    let result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
+                    finish(lane, claimed, started, result)
+                }
             }
-            if stop.isStopped {
-                try giveBack(queue[next...])
-                break
-            }
-            // Ask for the next rows while a quarter of these remain, so the connection never waits for a claim.
-            if queue.count - next <= max(1, queue.count / 4) { desk.ask(context.index) }
-            let claimed = queue[next]
-            next += 1
-            let leaseLeft = claimed.claimedAt.addingTimeInterval(policy.lease).timeIntervalSinceNow
-            if leaseLeft < leaseMargin {
-                // The lease is nearly over (another worker may soon take the row): hand it back unsent.
-                try giveBack([claimed])
-                continue
-            }
-            let started = Date()
-            let result: DeliveryResult
-            switch prepare(claimed) {
-            case .success(let composed):
-                rateLimiter?.acquire()
-                result = transport.send(from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
-            case .failure(let error):
-                result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
-            }
+        }
+        /// Hands a finished send to the desk; a connection failure pauses the connection and returns its rows.
+        func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) {
             var pause: TimeInterval?
             if result.outcome == .connection {
-                pause = breaker.failed(result.replyText)
-            } else if let outage = breaker.succeeded() {
+                pause = lanes[lane].breaker.failed(result.replyText)
+            } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
                 logger.info("SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))")
             }
             let outcome = Outcome(claimed: claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
             // False only when the desk failed; the unrecorded row returns when this worker is found gone.
-            guard desk.hand(outcome, from: context.index) else { break }
+            guard desk.hand(outcome, from: lane) else {
+                lanes[lane].finished = true
+                return
+            }
             if let pause {
                 logger.warning(
                     "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
-                    metadata: ["reply": "\(result.replyText)", "connection": "\(context.owner)"])
-                try giveBack(queue[next...])
-                (queue, next) = ([], 0)
-                breaker.waitWhilePaused(stop)
+                    metadata: ["reply": "\(result.replyText)", "connection": "\(context.owners[lane])"])
+                pendingGiveBack.append(lane)
             }
         }
-        desk.flush(context.index)
-        summary.connections = transport.connectionsOpened
+        while true {
+            for lane in pendingGiveBack {
+                try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
+                (lanes[lane].queue, lanes[lane].next) = ([], 0)
+            }
+            pendingGiveBack = []
+            for lane in lanes.indices { try startNext(lane) }
+            if lanes.allSatisfy({ $0.finished && $0.sending == nil }) { break }
+            // Replies, a wake-up from the desk, the end of a pause, or a look at the stop signal, whichever is first.
+            let pauseEnds = lanes.compactMap { $0.sending == nil && !$0.finished ? $0.breaker.pause?.until : nil }.min()
+            let timeout = min(0.2, max(0.001, pauseEnds?.timeIntervalSinceNow ?? 0.2))
+            for (lane, result) in dispatcher.poll(timeout: timeout) {
+                guard let (claimed, started) = lanes[lane].sending else { continue }
+                lanes[lane].sending = nil
+                finish(lane, claimed, started, result)
+            }
+        }
+        desk.flush()
+        summary.connections = dispatcher.connectionsOpened
         return summary
     }
 

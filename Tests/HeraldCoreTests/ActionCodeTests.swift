@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import HeraldCore
 import Testing
 
@@ -23,5 +24,23 @@ import Testing
     @Test func base64URLHasNoPaddingOrUnsafeCharacters() {
         #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
         #expect(Base64URL.encode([]) == "")
+    }
+
+    @Test func base64URLMatchesFoundationsBase64ForEveryLengthAndRoundTrips() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected, "\(length) bytes")
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == Data(bytes), "\(length) bytes")
+        }
+    }
+
+    @Test func codesUseEveryByteValueFromTheCSPRNG() throws {
+        // 2,000 codes are 64,000 random bytes: every byte value appears (a stuck or short fill would not).
+        var seen = Set<UInt8>()
+        for _ in 0..<2_000 { seen.formUnion(try #require(Base64URL.decode(ActionCode.generate().plaintext))) }
+        #expect(seen.count == 256)
     }
 }

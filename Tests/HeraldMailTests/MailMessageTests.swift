@@ -84,6 +84,18 @@ import Testing
         #expect(Self.decodeQuotedPrintable(encoded) == original.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n")
     }
 
+    @Test func quotedPrintableWhereEveryByteIsEncodedAppendsAfterWhatIsThere() {
+        for original in [String(repeating: "=", count: 1000), String(repeating: "ż", count: 700), String(repeating: "\n", count: 300), "= ", ""] {
+            var out: [UInt8] = Array("before\r\n".utf8)
+            BodyEncoding.quotedPrintable(original, into: &out)
+            let encoded = String(decoding: out, as: UTF8.self)
+            #expect(encoded.hasPrefix("before\r\n"))
+            let body = String(encoded.dropFirst("before\r\n".count))
+            #expect(body.components(separatedBy: "\r\n").allSatisfy { $0.utf8.count <= 76 })
+            #expect(Self.decodeQuotedPrintable(body) == original.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n")
+        }
+    }
+
     @Test func mostlyNonASCIIBodiesUseBase64() {
         #expect(BodyEncoding.choose(for: "سلام دنیا، این یک آزمایش است") == .base64)
         #expect(BodyEncoding.choose(for: "Witaj Ado, kliknij ten link, aby potwierdzić swój adres e-mail w aplikacji.") == .quotedPrintable)

@@ -8,15 +8,10 @@ import Synchronization
 public struct ActionCode: Sendable {
     public let plaintext: String
 
-    /// Generates a fresh code from `SystemRandomNumberGenerator` (getrandom/arc4random: a CSPRNG).
+    /// Generates a fresh code from swift-crypto's CSPRNG (BoringSSL's `RAND_bytes`, seeded by the kernel):
+    /// one call for all 32 bytes, where `SystemRandomNumberGenerator` makes a system call per 8.
     public static func generate() -> ActionCode {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(32)
-        for _ in 0..<4 {
-            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
-        }
-        return ActionCode(plaintext: Base64URL.encode(bytes))
+        ActionCode(plaintext: SymmetricKey(size: .bits256).withUnsafeBytes { Base64URL.encode(Array($0)) })
     }
 
     public init(plaintext: String) { self.plaintext = plaintext }
@@ -31,11 +26,29 @@ public struct ActionCode: Sendable {
 
 /// Unpadded base64url (RFC 4648 §5).
 public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Unpadded base64url (RFC 4648 §5).
     public static func encode(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            out.append(alphabet[Int(value >> 6 & 63)])
+            out.append(alphabet[Int(value & 63)])
+            index += 3
+        }
+        let left = bytes.count - index
+        if left > 0 {
+            let value = UInt32(bytes[index]) << 16 | (left == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            if left == 2 { out.append(alphabet[Int(value >> 6 & 63)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The bytes of base64url text, padded or not; nil when it is not base64url.

@@ -11,9 +11,13 @@ public struct ActionLinkBuilder: Sendable {
     public let actionURL: String
     public let apiKey: String
 
+    /// `{actionUrl}?apiKey=…&mode=`: the part of every web link that never changes.
+    private let prefix: String
+
     public init(actionURL: String, apiKey: String) {
         self.actionURL = actionURL
         self.apiKey = apiKey
+        prefix = actionURL + (actionURL.contains("?") ? "&" : "?") + "apiKey=\(PercentEncoding.encode(apiKey))&mode="
     }
 
     /// The link a recipient clicks. `settings` must already be validated.
@@ -27,9 +31,8 @@ public struct ActionLinkBuilder: Sendable {
 
     /// The web action link handled at `actionURL`.
     public func webLink(for kind: ActionKind, code: String, continueURL: String?, lang: String) -> String {
-        var link = actionURL
-        link += actionURL.contains("?") ? "&" : "?"
-        link += "apiKey=\(PercentEncoding.encode(apiKey))&mode=\(kind.mode)&oobCode=\(PercentEncoding.encode(code))"
+        var link = prefix
+        link += "\(kind.mode)&oobCode=\(PercentEncoding.encode(code))"
         if let continueURL {
             link += "&continueUrl=\(PercentEncoding.encode(continueURL, keeping: ":/"))"
         }

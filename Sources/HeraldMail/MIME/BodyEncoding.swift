@@ -7,13 +7,13 @@ enum BodyEncoding: String {
 
     /// Quoted-printable for mostly-ASCII text, base64 when more than a fifth of the bytes are not ASCII.
     static func choose(for text: String) -> BodyEncoding {
-        var nonASCII = 0
-        var total = 0
-        for byte in text.utf8 {
-            total += 1
-            if byte >= 0x80 { nonASCII += 1 }
+        var text = text
+        let nonASCII = text.withUTF8 { bytes in
+            var count = 0
+            for byte in bytes where byte >= 0x80 { count += 1 }
+            return count
         }
-        return nonASCII * 5 > total ? .base64 : .quotedPrintable
+        return nonASCII * 5 > text.utf8.count ? .base64 : .quotedPrintable
     }
 
     func encode(_ text: String, into out: inout [UInt8]) {
@@ -27,52 +27,61 @@ enum BodyEncoding: String {
     private static let crlf: [UInt8] = [13, 10]
 
     /// RFC 2045 §6.7; line breaks in the input become CRLF, a "." that would start a line is encoded.
+    ///
+    /// Written into a buffer sized past the worst case (3 bytes per byte, plus a soft break per 24 bytes), then appended.
     static func quotedPrintable(_ text: String, into out: inout [UInt8]) {
         var text = text
-        text.withUTF8 { bytes in
-            out.reserveCapacity(out.count + bytes.count + bytes.count / 8)
-            var lineLength = 0
-            var index = 0
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == 13 || byte == 10 {
-                    if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 { index += 1 }
-                    out.append(13)
-                    out.append(10)
-                    lineLength = 0
+        let encoded = text.withUTF8 { bytes in
+            [UInt8](unsafeUninitializedCapacity: bytes.count * 4 + 16) { buffer, written in
+                var at = 0
+                @inline(__always) func put(_ byte: UInt8) {
+                    buffer[at] = byte
+                    at += 1
+                }
+                var lineLength = 0
+                var index = 0
+                while index < bytes.count {
+                    let byte = bytes[index]
+                    if byte == 13 || byte == 10 {
+                        if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 { index += 1 }
+                        put(13)
+                        put(10)
+                        lineLength = 0
+                        index += 1
+                        continue
+                    }
+                    let literal: Bool
+                    switch byte {
+                    case UInt8(ascii: "="): literal = false
+                    case UInt8(ascii: "."): literal = lineLength != 0 && lineLength < 75
+                    case 32, 9: literal = !(index + 1 == bytes.count || bytes[index + 1] == 13 || bytes[index + 1] == 10)
+                    case 33...126: literal = true
+                    default: literal = false
+                    }
+                    let width = literal ? 1 : 3
+                    if lineLength + width > 75 {  // soft line break: "=" CRLF, keeping lines ≤ 76
+                        put(UInt8(ascii: "="))
+                        put(13)
+                        put(10)
+                        lineLength = 0
+                    }
+                    if literal && !(byte == UInt8(ascii: ".") && lineLength == 0) {
+                        put(byte)
+                        lineLength += 1
+                    } else {
+                        put(UInt8(ascii: "="))
+                        put(hex[Int(byte >> 4)])
+                        put(hex[Int(byte & 0x0F)])
+                        lineLength += 3
+                    }
                     index += 1
-                    continue
                 }
-                let atLineEnd = index + 1 == bytes.count || bytes[index + 1] == 13 || bytes[index + 1] == 10
-                let literal: Bool
-                switch byte {
-                case UInt8(ascii: "="): literal = false
-                case UInt8(ascii: "."): literal = lineLength != 0 && lineLength < 75
-                case 32, 9: literal = !atLineEnd
-                case 33...126: literal = true
-                default: literal = false
-                }
-                let width = literal ? 1 : 3
-                if lineLength + width > 75 {  // soft line break: "=" CRLF, keeping lines ≤ 76
-                    out.append(UInt8(ascii: "="))
-                    out.append(13)
-                    out.append(10)
-                    lineLength = 0
-                }
-                if literal && !(byte == UInt8(ascii: ".") && lineLength == 0) {
-                    out.append(byte)
-                    lineLength += 1
-                } else {
-                    out.append(UInt8(ascii: "="))
-                    out.append(hex[Int(byte >> 4)])
-                    out.append(hex[Int(byte & 0x0F)])
-                    lineLength += 3
-                }
-                index += 1
+                put(13)
+                put(10)
+                written = at
             }
         }
-        out.append(13)
-        out.append(10)
+        out.append(contentsOf: encoded)
     }
 
     static func base64(_ text: String, into out: inout [UInt8]) {

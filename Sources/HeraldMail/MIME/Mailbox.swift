@@ -6,8 +6,10 @@ public struct Mailbox: Sendable, Hashable {
     public let address: EmailAddress
 
     public init(name: String?, address: EmailAddress) throws {
-        self.name = try name.flatMap { $0.isEmpty ? nil : try DisplayName.validate($0) }
+        let name = try name.flatMap { $0.isEmpty ? nil : try DisplayName.validate($0) }
+        self.name = name
         self.address = address
+        headerValue = name.map { "\(HeaderEncoding.phrase($0)) <\(address.value)>" } ?? address.value
     }
 
     /// Parses `Name <addr@example.com>` or a bare `addr@example.com`.
@@ -24,8 +26,5 @@ public struct Mailbox: Sendable, Hashable {
     }
 
     /// The header form: `"Name" <addr>`, an RFC 2047 encoded name, or the bare address.
-    var headerValue: String {
-        guard let name else { return address.value }
-        return "\(HeaderEncoding.phrase(name)) <\(address.value)>"
-    }
+    let headerValue: String
 }

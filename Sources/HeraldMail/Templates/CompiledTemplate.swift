@@ -1,3 +1,4 @@
+import HeraldCore
 import Synchronization
 
 /// A rendered template with its variables left as slots, so repeat renders are concatenation.
@@ -60,7 +61,8 @@ struct CompiledTemplate: Sendable {
     /// The same escaping swift-mustache applies to `{{name}}` in HTML templates.
     static func escapeHTML(_ text: String) -> String {
         let utf8 = text.utf8
-        guard utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else { return text }
+        let special: (UInt8) -> Bool = { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }
+        guard utf8.withContiguousStorageIfAvailable({ $0.contains(where: special) }) ?? utf8.contains(where: special) else { return text }
         var output = [UInt8]()
         output.reserveCapacity(utf8.count + 32)
         for byte in utf8 {
@@ -92,6 +94,16 @@ final class TemplateCache: Sendable {
     }
 
     private let entries = Mutex<[Key: Entry]>([:])
+    /// The locale serving each (action, requested locale); bounded, since requested locales come from callers.
+    private let resolutions = Mutex<[String: LocaleTag]>([:])
+
+    func resolved(kind: String, requested: String, resolve: () -> LocaleTag) -> LocaleTag {
+        let key = kind + "/" + requested
+        if let locale = resolutions.withLock({ $0[key] }) { return locale }
+        let locale = resolve()
+        resolutions.withLock { if $0.count < 4096 { $0[key] = locale } }
+        return locale
+    }
 
     func entry(_ key: Key, compile: () -> Entry) -> Entry {
         if let entry = entries.withLock({ $0[key] }) { return entry }

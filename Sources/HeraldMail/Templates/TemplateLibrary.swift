@@ -56,8 +56,10 @@ public struct TemplateLibrary: Sendable {
 
     /// The locale whose templates serve a request for `requested`.
     public func resolve(_ kind: ActionKind, _ requested: LocaleTag) -> LocaleTag {
-        let available = locales[kind, default: []]
-        return requested.fallbackChain(to: defaultLocale).first(where: available.contains) ?? defaultLocale
+        cache.resolved(kind: kind.rawValue, requested: requested.value) {
+            let available = locales[kind, default: []]
+            return requested.fallbackChain(to: defaultLocale).first(where: available.contains) ?? defaultLocale
+        }
     }
 
     /// Renders subject, HTML and text bodies. `variables` holds strings only.

@@ -13,6 +13,11 @@ public struct ClaimPolicy: Sendable {
     /// Code lifetime per action, counted from when the email is sent.
     public var lifetimes: [ActionKind: TimeInterval]
 
+    /// How many of a connection's sends may be unrecorded at once: the most a crash can send twice per
+    /// connection. A connection starts a send only while fewer of its earlier sends await recording, so a
+    /// dead worker's first rows per connection, this many, are the only ones that may have been started.
+    public static let unrecordedPerConnection = 2
+
     public init(_ configuration: HeraldConfiguration) {
         limit = configuration.worker.batchSize
         lease = configuration.worker.lease

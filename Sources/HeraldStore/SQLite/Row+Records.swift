@@ -53,13 +53,36 @@ enum Records {
     }
 
     /// Decoded `settings` and `variables` texts, reused across the rows of one claim (a bulk send or a campaign
-    /// repeats them); addresses and locales were validated before they were stored and are taken as they are.
+    /// repeats them), and the columns' positions (a lookup by name compares every column name case-insensitively);
+    /// addresses and locales were validated before they were stored and are taken as they are.
     struct MessageDecoding {
         var settings: [String: ActionCodeSettings] = [:]
         var variables: [String: [String: String]] = [:]
+        var columns: [String: Int] = [:]
     }
 
-    static func message(_ row: Row, cache: inout MessageDecoding) throws -> OutboxMessage {
+    /// A row read by column position, the positions found once per statement.
+    struct IndexedRow {
+        let row: Row
+        let columns: [String: Int]
+
+        @_disfavoredOverload
+        subscript<Value: DatabaseValueConvertible>(_ name: String) -> Value {
+            if let index = columns[name] { return row[index] }
+            return row[name]
+        }
+
+        subscript<Value: DatabaseValueConvertible>(_ name: String) -> Value? {
+            if let index = columns[name] { return row[index] }
+            return row[name]
+        }
+    }
+
+    static func message(_ plain: Row, cache: inout MessageDecoding) throws -> OutboxMessage {
+        if cache.columns.isEmpty {
+            for (index, name) in plain.columnNames.enumerated() where cache.columns[name] == nil { cache.columns[name] = index }
+        }
+        let row = IndexedRow(row: plain, columns: cache.columns)
         guard let kind = ActionKind(rawValue: row["action"]), let state = OutboxState(rawValue: row["state"]) else {
             throw HeraldError(.notFound, "outbox row \(row["id"] as Int64) has an unknown action or state")
         }

@@ -66,8 +66,8 @@ extension SQLiteStore {
     /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
     ///
     /// Each connection sends its rows in claim order and leaves at most two unrecorded (one being
-    /// recorded, one being sent), so only the first two rows of each connection may have been
-    /// started: they get an `interrupted` attempt and go back to the queue (or die when out of
+    /// recorded, one being sent: `ClaimPolicy.unrecordedPerConnection`), so only the first two rows of
+    /// each connection may have been started: they get an `interrupted` attempt and go back to the queue (or die when out of
     /// attempts). The others were never started: they go back with their attempt given back and
     /// their code voided, as a graceful stop would have left them.
     @discardableResult
@@ -75,11 +75,11 @@ extension SQLiteStore {
         _ db: Database, where condition: String, _ arguments: StatementArguments, maxAttempts: Int, reason: String, at: Int64
     ) throws -> (interrupted: Int, returned: Int) {
         let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT id, claimed_by FROM outbox WHERE state = 'sending' AND (\(condition))
-                ORDER BY claimed_by, lease_until, priority, next_attempt_at, id
-                """, arguments: arguments)
+            db.cachedStatement(
+                sql: """
+                    SELECT id, claimed_by FROM outbox WHERE state = 'sending' AND (\(condition))
+                    ORDER BY claimed_by, lease_until, priority, next_attempt_at, id
+                    """), arguments: arguments)
         var started: [Int64] = []
         var unstarted: [Int64] = []
         var owner: String?? = .none
@@ -91,7 +91,7 @@ extension SQLiteStore {
                 rank = 0
             }
             rank += 1
-            if rank <= 2 { started.append(row["id"]) } else { unstarted.append(row["id"]) }
+            if rank <= ClaimPolicy.unrecordedPerConnection { started.append(row["id"]) } else { unstarted.append(row["id"]) }
         }
         let interrupt = """
                 INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_text)
@@ -121,22 +121,24 @@ extension SQLiteStore {
     /// past `maxQueueLifetime` since it first became due is expired too (rows of paused campaigns wait).
     private func expireStale(_ db: Database, policy: ClaimPolicy, at: Int64) throws {
         for (kind, wait) in policy.maxQueueWait {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET state = 'expired', updated_at = :now,
                         last_reply = 'expired: queued longer than worker.maxQueueWait'
                     WHERE state IN ('queued','deferred') AND action = :action AND queued_at < :cutoff AND campaign_id IS NULL
-                    """,
+                    """
+            ).execute(
                 arguments: ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)])
         }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = 'expired', updated_at = :now,
                     last_reply = 'expired: undelivered for longer than worker.maxQueueLifetime'
                         || COALESCE(' (last reply: ' || last_reply || ')', '')
                 WHERE state IN ('queued','deferred') AND due_at < :cutoff
                   AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
-                """,
+                """
+        ).execute(
             arguments: ["now": at, "cutoff": at - Int64(policy.maxQueueLifetime * 1000)])
     }
 

@@ -1,0 +1,143 @@
+import Foundation
+
+/// Several SMTP connections ("lanes", `0..<lanes`) driven from one thread: a send starts without
+/// blocking, and `poll` reports sends as they finish.
+///
+/// The worker's send loop runs on one thread over a dispatcher; `ThreadedDispatcher` gives any
+/// blocking `MailTransport` (`CurlSMTPConnection`) this shape, a thread per connection.
+///
+/// Not libcurl's multi interface: libcurl 7.88 (Debian 12) waits for the reply to the end of the
+/// message blocking, inside `curl_multi_perform` (`smtp_done`), so one server slow to accept a
+/// message held every other connection of the loop for that long (measured: with one connection
+/// stalled after DATA, the other's message timed out with it). See DESIGN.md, "SMTP over libcurl".
+///
+/// Only `waker` may be used from other threads.
+public protocol MailDispatcher: AnyObject {
+    /// How many connections; a lane sends one message at a time.
+    var lanes: Int { get }
+
+    /// Begins sending on a lane that has no send in progress.
+    func start(lane: Int, from sender: String, to recipients: [String], message: [UInt8])
+
+    /// Drives the sends in progress until at least one finishes, `timeout` passes or the waker is
+    /// called; returns the sends that finished.
+    func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)]
+
+    /// Makes a `poll` in progress (or the next one) return at once; safe from any thread.
+    var waker: @Sendable () -> Void { get }
+
+    /// How many connections the lanes have opened so far.
+    var connectionsOpened: Int { get }
+
+    /// Ends every connection; call once no send is in progress.
+    func close()
+}
+
+/// A dispatcher over blocking transports: each lane's transport sends on its own thread.
+///
+/// Each lane thread sleeps on its own semaphore, so starting a send wakes that thread alone; only the
+/// send loop waits on `condition`, for results. `@unchecked Sendable`: the transports are touched only
+/// by their lane's thread; everything else is guarded by `condition`'s lock.
+public final class ThreadedDispatcher: MailDispatcher, @unchecked Sendable {
+    private struct Job {
+        let sender: String
+        let recipients: [String]
+        let message: [UInt8]
+    }
+
+    private let transports: [any MailTransport]
+    private let condition = NSCondition()
+    private let signals: [DispatchSemaphore]
+    private var jobs: [Job?]
+    private var finished: [(lane: Int, result: DeliveryResult)] = []
+    private var woken = false
+    private var closing = false
+    private var opened: [Int]
+    private var threadsLeft: Int
+    public let lanes: Int
+
+    public init(_ transports: [any MailTransport]) {
+        self.transports = transports
+        lanes = transports.count
+        signals = transports.map { _ in DispatchSemaphore(value: 0) }
+        jobs = Array(repeating: nil, count: transports.count)
+        opened = Array(repeating: 0, count: transports.count)
+        threadsLeft = transports.count
+        for lane in transports.indices {
+            let thread = Thread { [self] in run(lane) }
+            thread.name = "herald-smtp-\(lane)"
+            thread.start()
+        }
+    }
+
+    private func run(_ lane: Int) {
+        let transport = transports[lane]
+        while true {
+            signals[lane].wait()
+            condition.lock()
+            guard let job = jobs[lane] else {
+                let done = closing
+                condition.unlock()
+                if done { break } else { continue }
+            }
+            condition.unlock()
+            let result = transport.send(from: job.sender, to: job.recipients, message: job.message)
+            let count = transport.connectionsOpened
+            condition.lock()
+            jobs[lane] = nil
+            opened[lane] = count
+            finished.append((lane, result))
+            condition.broadcast()
+            condition.unlock()
+        }
+        condition.lock()
+        threadsLeft -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    public func start(lane: Int, from sender: String, to recipients: [String], message: [UInt8]) {
+        condition.lock()
+        precondition(jobs[lane] == nil && !closing, "lane \(lane) is already sending, or closed")
+        jobs[lane] = Job(sender: sender, recipients: recipients, message: message)
+        condition.unlock()
+        signals[lane].signal()
+    }
+
+    public func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)] {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while finished.isEmpty && !woken && condition.wait(until: deadline) {}
+        woken = false
+        let done = finished
+        finished = []
+        return done
+    }
+
+    public var waker: @Sendable () -> Void {
+        { [self] in
+            condition.lock()
+            woken = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    public var connectionsOpened: Int { condition.withLock { opened.reduce(0, +) } }
+
+    /// Lets every lane finish its send in progress, then ends the lane threads (and their connections).
+    public func close() {
+        condition.lock()
+        guard !closing else {
+            condition.unlock()
+            return
+        }
+        closing = true
+        condition.unlock()
+        for signal in signals { signal.signal() }
+        condition.lock()
+        while threadsLeft > 0 { condition.wait() }
+        condition.unlock()
+    }
+}
