@@ -203,7 +203,7 @@ final class LedgerDesk: @unchecked Sendable {
                 recordNow =
                     !outcomes.isEmpty
                     && (recordDue <= now || claimFor != nil || outcomes.count >= Self.maxBatch || flushing || stop.isStopped
-                        || lanes.contains { $0.finished || $0.handed - $0.recorded >= ClaimPolicy.unrecordedPerConnection })
+                        || lanes.contains { $0.handed - $0.recorded >= ClaimPolicy.unrecordedPerConnection })
                 if recordNow || claimFor != nil { break }
                 if outcomes.isEmpty && lanes.allSatisfy(\.finished) {
                     condition.unlock()
@@ -242,11 +242,7 @@ final class LedgerDesk: @unchecked Sendable {
             lanes[handed.connection].recorded += 1
             lanes[handed.connection].outstanding -= 1
         }
-        condition.broadcast()
-        let waiting = sendLoopWaits
-        sendLoopWaits = false
-        condition.unlock()
-        if waiting { wake() }
+        unlockWakingTheSendLoop()
         for (handed, entry) in zip(batch, records) { worker.log(handed.outcome, entry.record) }
     }
 
@@ -264,13 +260,7 @@ final class LedgerDesk: @unchecked Sendable {
             guard status != nil else { return }
         }
         condition.lock()
-        defer {
-            condition.broadcast()
-            let waiting = sendLoopWaits
-            sendLoopWaits = false
-            condition.unlock()
-            if waiting { wake() }
-        }
+        defer { unlockWakingTheSendLoop() }
         guard let status else {  // rows came (a status is read only for an empty claim)
             lanes[connection].inbox += rows
             lanes[connection].outstanding += rows.count
@@ -287,6 +277,16 @@ final class LedgerDesk: @unchecked Sendable {
         // When the only pending rows are our own in-flight ones, look again soon: they settle quickly.
         let untilDue = ours >= status.pending ? 0.01 : status.nextDue.map { $0.timeIntervalSinceNow } ?? worker.pollInterval
         lanes[connection].nextClaim = Date().addingTimeInterval(min(worker.pollInterval, max(0.01, untilDue)))
+    }
+
+    /// Tells the connections' side what changed and releases the lock; wakes the send loop only when it
+    /// found a connection waiting for the desk since the last wake.
+    private func unlockWakingTheSendLoop() {
+        condition.broadcast()
+        let waiting = sendLoopWaits
+        sendLoopWaits = false
+        condition.unlock()
+        if waiting { wake() }
     }
 
     /// `--until-empty` says what it is waiting for, when that changes and every 10 s.

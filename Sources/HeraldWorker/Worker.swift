@@ -168,8 +168,6 @@ public struct Worker: Sendable {
             Lane(breaker: ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap))
         }
         var summary = WorkerSummary()
-        /// Connections paused by a failure, whose unsent rows go back to the queue.
-        var pendingGiveBack: [Int] = []
         /// Hands a connection's unsent rows back to the queue at once.
         func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {
             guard !rows.isEmpty else { return }
@@ -219,12 +217,12 @@ public struct Worker: Sendable {
                     lanes[lane].sending = (claimed, started)
                 case .failure(let error):
                     let result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
-                    finish(lane, claimed, started, result)
+                    try finish(lane, claimed, started, result)
                 }
             }
         }
         /// Hands a finished send to the desk; a connection failure pauses the connection and returns its rows.
-        func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) {
+        func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) throws {
             var pause: TimeInterval?
             if result.outcome == .connection {
                 pause = lanes[lane].breaker.failed(result.replyText)
@@ -242,15 +240,11 @@ public struct Worker: Sendable {
                 logger.warning(
                     "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
                     metadata: ["reply": "\(result.replyText)", "connection": "\(context.owners[lane])"])
-                pendingGiveBack.append(lane)
-            }
-        }
-        while true {
-            for lane in pendingGiveBack {
                 try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
                 (lanes[lane].queue, lanes[lane].next) = ([], 0)
             }
-            pendingGiveBack = []
+        }
+        while true {
             for lane in lanes.indices { try startNext(lane) }
             if lanes.allSatisfy({ $0.finished && $0.sending == nil }) { break }
             // Replies, a wake-up from the desk, the end of a pause, or a look at the stop signal, whichever is first.
@@ -259,7 +253,7 @@ public struct Worker: Sendable {
             for (lane, result) in dispatcher.poll(timeout: timeout) {
                 guard let (claimed, started) = lanes[lane].sending else { continue }
                 lanes[lane].sending = nil
-                finish(lane, claimed, started, result)
+                try finish(lane, claimed, started, result)
             }
         }
         desk.flush()

@@ -51,7 +51,12 @@ import Testing
         let fields = Dictionary(uniqueKeysWithValues: (inner.queryItems ?? []).map { ($0.name, $0.value ?? "") })
         #expect(fields == ["authType": "signInWithRedirect", "eventId": "e 1", "link": "http://h:1/x?a=1&b=2"])
         let failed = app.url(authType: "t", eventId: "e", origin: "http://h", errorCode: "auth/internal-error", message: "m")
-        #expect(failed.contains("firebaseError%3D%257B%2522code%2522%253A%2522auth%252Finternal-error%2522"))
+        let failedLink = try #require(URLComponents(string: failed)?.queryItems?.first { $0.name == "deep_link_id" }?.value)
+        let failedInner = try #require(URLComponents(string: failedLink))
+        let failure = Dictionary(uniqueKeysWithValues: (failedInner.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        #expect(failedInner.path == "/__/auth/callback" && failure["authType"] == "t" && failure["eventId"] == "e")
+        let error = try JSONSerialization.jsonObject(with: Data((failure["firebaseError"] ?? "").utf8)) as? [String: String]
+        #expect(error == ["code": "auth/internal-error", "message": "m"])
     }
 
     @Test func sealedStateOpensOnlyForItsPurposeAndUntouched() throws {

@@ -38,9 +38,20 @@ import Testing
     }
 
     @Test func codesUseEveryByteValueFromTheCSPRNG() throws {
-        // 2,000 codes are 64,000 random bytes: every byte value appears (a stuck or short fill would not).
+        // 2,000 codes are 64,000 random bytes: every byte value appears (a stuck generator would not), every code
+        // has 32 bytes, and none repeats.
         var seen = Set<UInt8>()
-        for _ in 0..<2_000 { seen.formUnion(try #require(Base64URL.decode(ActionCode.generate().plaintext))) }
+        var codes = Set<String>()
+        for _ in 0..<2_000 {
+            let code = ActionCode.generate().plaintext
+            let bytes = try #require(Base64URL.decode(code))
+            #expect(bytes.count == 32)
+            // A short fill would leave the last bytes as they were (zero) in every code.
+            #expect(bytes.suffix(8) != Data(repeating: 0, count: 8))
+            seen.formUnion(bytes)
+            codes.insert(code)
+        }
         #expect(seen.count == 256)
+        #expect(codes.count == 2_000)
     }
 }

@@ -40,13 +40,8 @@ import Testing
 
     @Test func theClaimReadsDueRowsThroughTheirPartialIndex() throws {
         let plan = try store.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    EXPLAIN QUERY PLAN SELECT id FROM outbox WHERE state IN ('queued','deferred') AND next_attempt_at <= 0
-                    ORDER BY priority, next_attempt_at, id LIMIT 200
-                    """
-            ).map { $0["detail"] as String }
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueRows, arguments: ["now": 0, "limit": 200])
+                .map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.contains("outbox_due") } && !plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }

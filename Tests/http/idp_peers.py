@@ -622,9 +622,7 @@ class OAuth1Request:
     status: int = 0
     error_code: int = 0
     oauth_params: dict = field(default_factory=dict)
-    uri: str = ""
     error_description: str = ""  # why oauthlib refused it, when it said (e.g. "Missing callback URI.")
-    body: Optional[str] = None
 
 
 @dataclass
@@ -894,7 +892,7 @@ class OAuth1Provider(_LoopbackPeer):
         headers = {k: v for k, v in h.headers.items()}
         body = h.read_body()
         entry = OAuth1Request(method=h.command, path=parts.path, query=parse_qs(parts.query, keep_blank_values=True),
-                              authorization=h.headers.get("Authorization"), verified=False, uri=uri, body=body)
+                              authorization=h.headers.get("Authorization"), verified=False)
 
         if self.outage is not None:
             return self._error(h, entry, self.outage, 131)

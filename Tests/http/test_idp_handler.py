@@ -53,6 +53,10 @@ class App:
         assert fields["authType"] == "signInWithRedirect" and fields["eventId"] == self.event_id, fields
         return fields
 
+    def read_error(self, location: str) -> dict:
+        """The firebaseError the app received at `location`."""
+        return json.loads(self.read_callback(location)["firebaseError"])
+
     def verify_assertion(self, link: str, session_id: str | None = "", **extra) -> requests.Response:
         body = {"requestUri": link, "postBody": f"providerId={self.provider_id}", "returnSecureToken": True,
                 "returnIdpCredential": True, **extra}
@@ -76,6 +80,15 @@ def twitter_server(server, provider, *, settings: dict | None = None, **provider
     """A server with Twitter enabled, returning to SCHEME; `providers` adds to (or replaces) the providers section,
     `settings` are other config sections (e.g. {"limits": {...}})."""
     return server(providers={"twitter": provider.herald_provider(), "appCallbacks": [SCHEME], **providers}, **(settings or {}))
+
+
+def oidc_server(server, issuer, *, client_secret: str | None = None):
+    """A server with the OIDC issuer as oidc.acme, its web flow on (with `client_secret`, by default the right one),
+    returning to SCHEME."""
+    provider = {**issuer.herald_provider(), "authorizationUrl": issuer.base_url + "/authorize",
+                "tokenUrl": issuer.base_url + "/token",
+                "clientSecret": issuer.client_secret if client_secret is None else client_secret}
+    return server(providers={"oidc": {"acme": provider}, "appCallbacks": [SCHEME]})
 
 
 def twitter_sign_in(srv, provider, account) -> tuple[App, str]:
@@ -116,10 +129,10 @@ def test_the_seeds_twitter_web_flow_signs_in_through_the_handler(server, oauth1_
 
     # The provider saw a signed request token with Herald's handler as callback, the approval with the
     # app's lang (but not a reserved parameter), and a signed access-token exchange.
-    verified = [r.path for r in oauth1_provider.verified_requests]
-    assert "/oauth/request_token" in verified and "/oauth/access_token" in verified, verified
-    approval = oauth1_provider.authorizations[-1]
-    assert approval.get("lang") == "de" and "client_id" not in approval, approval
+    seen = [(r.path, r.status, r.verified) for r in oauth1_provider.requests]
+    assert seen == [("/oauth/request_token", 200, True), ("/oauth/authenticate", 302, False),  # the browser's, unsigned
+                    ("/oauth/access_token", 200, True)], seen
+    assert oauth1_provider.authorizations == [{"oauth_token": request_token, "lang": "de"}], oauth1_provider.authorizations
 
     body = ok(app.verify_assertion(link))
     assert body["providerId"] == "twitter.com" and body["isNewUser"] is True and body["federatedId"] == account.id_str
@@ -158,20 +171,20 @@ def test_denial_and_outages_go_back_to_the_app_as_firebase_errors(server, oauth1
     app = App(srv, "twitter.com")
     oauth1_provider.approve_as = "deny"
     answer = browse(requests.Session(), app.handler_url)
-    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    error = app.read_error(answer.headers["Location"])
     assert error["code"] == "auth/web-context-cancelled", error
 
     oauth1_provider.outage = 503
     app = App(srv, "twitter.com")
     answer = requests.get(app.handler_url, allow_redirects=False, timeout=10)
-    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    error = app.read_error(answer.headers["Location"])
     assert error["code"] == "auth/network-request-failed", error
     oauth1_provider.outage = None
 
     # A provider the config does not enable.
     app = App(srv, "oidc.nobody")
     answer = requests.get(app.handler_url, allow_redirects=False, timeout=10)
-    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    error = app.read_error(answer.headers["Location"])
     assert error["code"] == "auth/operation-not-allowed", error
 
 
@@ -219,9 +232,7 @@ def test_android_apps_get_the_intent_link(server, oauth1_provider):
 
 
 def test_an_oidc_provider_signs_in_with_the_authorization_code_flow(server, oidc_issuer):
-    provider = {**oidc_issuer.herald_provider(), "authorizationUrl": oidc_issuer.base_url + "/authorize",
-                "tokenUrl": oidc_issuer.base_url + "/token", "clientSecret": oidc_issuer.client_secret}
-    srv = server(providers={"oidc": {"acme": provider}, "appCallbacks": [SCHEME]})
+    srv = oidc_server(server, oidc_issuer)
     email = unique_email("handler-oidc")
     oidc_issuer.approve_as = {"sub": "oidc-user-1", "email": email, "email_verified": True, "name": "Grace"}
     app = App(srv, "oidc.acme", scopes="calendar.read")
@@ -238,6 +249,8 @@ def test_an_oidc_provider_signs_in_with_the_authorization_code_flow(server, oidc
 
     # PKCE: the token request carried the verifier of the challenge sent to /authorize.
     assert authorization.get("code_challenge_method") == "S256", authorization
+    verifier = oidc_issuer.token_requests[-1].form["code_verifier"]
+    assert base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode() == authorization["code_challenge"]
     # A callback whose state is not the flow's is refused with a page, not sent on to the app.
     browser = requests.Session()
     first = browser.get(App(srv, "oidc.acme").handler_url, allow_redirects=False, timeout=10)
@@ -247,14 +260,15 @@ def test_an_oidc_provider_signs_in_with_the_authorization_code_flow(server, oidc
 
 
 def test_a_wrong_client_secret_goes_back_to_the_app_as_an_error(server, oidc_issuer):
-    provider = {**oidc_issuer.herald_provider(), "authorizationUrl": oidc_issuer.base_url + "/authorize",
-                "tokenUrl": oidc_issuer.base_url + "/token", "clientSecret": "not-the-secret"}
-    srv = server(providers={"oidc": {"acme": provider}, "appCallbacks": [SCHEME]})
+    srv = oidc_server(server, oidc_issuer, client_secret="not-the-secret")
     oidc_issuer.approve_as = {"sub": "oidc-user-2", "email": unique_email("handler-secret"), "email_verified": True}
     app = App(srv, "oidc.acme")
     answer = browse(requests.Session(), app.handler_url)
-    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    error = app.read_error(answer.headers["Location"])
     assert error["code"] == "auth/internal-error" and "INVALID_IDP_RESPONSE" in error["message"], error
+    assert error["message"].endswith("refused the code (HTTP 401)"), error
+    refused = [(t.auth_method, t.status, t.error) for t in oidc_issuer.token_requests]
+    assert refused == [("client_secret_post", 401, "invalid_client")], refused
 
 
 def test_emulator_mode_shows_a_chooser_and_returns_the_emulators_assertion(server):
@@ -275,13 +289,11 @@ def test_emulator_mode_shows_a_chooser_and_returns_the_emulators_assertion(serve
 
 
 def test_an_oidc_refusal_returns_to_the_app_as_cancelled(server, oidc_issuer):
-    provider = {**oidc_issuer.herald_provider(), "authorizationUrl": oidc_issuer.base_url + "/authorize",
-                "tokenUrl": oidc_issuer.base_url + "/token", "clientSecret": oidc_issuer.client_secret}
-    srv = server(providers={"oidc": {"acme": provider}, "appCallbacks": [SCHEME]})
+    srv = oidc_server(server, oidc_issuer)
     oidc_issuer.approve_as = "deny"
     app = App(srv, "oidc.acme")
     answer = browse(requests.Session(), app.handler_url)
-    error = json.loads(app.read_callback(answer.headers["Location"])["firebaseError"])
+    error = app.read_error(answer.headers["Location"])
     assert error["code"] == "auth/web-context-cancelled", error
     assert oidc_issuer.token_requests == []
 
@@ -324,7 +336,11 @@ def test_starts_count_against_the_clients_send_limit(server, oauth1_provider):
         app = App(srv, "twitter.com")
         answer = requests.get(app.handler_url, allow_redirects=False, timeout=10)
         location = answer.headers["Location"]
-        codes.append(json.loads(app.read_callback(location)["firebaseError"])["code"] if location.startswith(SCHEME) else "ok")
+        if location.startswith(SCHEME):
+            codes.append(app.read_error(location)["code"])
+        else:
+            assert location.startswith(oauth1_provider.base_url + "/oauth/authenticate?"), location
+            codes.append("ok")
     assert codes == ["ok", "ok", "auth/too-many-requests"], codes
     assert len([r for r in oauth1_provider.requests if r.path == "/oauth/request_token"]) == 2
 

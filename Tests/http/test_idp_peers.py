@@ -19,7 +19,7 @@ import pytest
 import requests
 from oauthlib.oauth1 import SIGNATURE_HMAC_SHA1, Client
 
-from idp_peers import CLIENT_ID, OAuth1Provider, OIDCIssuer, client_header, new_rsa_key
+from idp_peers import CLIENT_ID, HTML, OAuth1Provider, OIDCIssuer, client_header, new_rsa_key
 
 TIMEOUT = 10
 
@@ -278,7 +278,6 @@ def test_module_level_client_header_matches_oauthlib_defaults(oauth1_provider: O
 
 # =========================================================================== OAuth 1.0a 3-legged flow (Twitter)
 CALLBACK = "http://127.0.0.1:9/__/auth/handler?apiKey=k1&providerId=twitter.com"
-HTML = "text/html; charset=utf-8"
 
 
 def _oauth_post(url: str, consumer_key: str, consumer_secret: str, *, token=None, token_secret=None,
@@ -391,6 +390,7 @@ def test_verifier_in_the_body_or_query_and_the_authorize_path(oauth1_provider: O
     answer = _access_token(oauth1_provider, token, secret, None, body={"oauth_verifier": verifier})
     assert dict(_form(answer))["oauth_token"] == ann.token
     assert "oauth_verifier" not in (oauth1_provider.requests[-1].authorization or "")
+    assert oauth1_provider.requests[-1].oauth_params.get("oauth_verifier") == verifier  # taken from the body
 
     token, secret = _new_request_token(oauth1_provider, callback)
     verifier = _approve(oauth1_provider, token, ann)
@@ -398,6 +398,7 @@ def test_verifier_in_the_body_or_query_and_the_authorize_path(oauth1_provider: O
     answer = _oauth_post(url, oauth1_provider.consumer_key, oauth1_provider.consumer_secret, token=token,
                          token_secret=secret)
     assert dict(_form(answer))["user_id"] == ann.id_str
+    assert oauth1_provider.requests[-1].oauth_params.get("oauth_verifier") == verifier  # taken from the query
 
 
 def test_three_legged_refusals(oauth1_provider: OAuth1Provider):

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HeraldCore
 import HeraldMail
@@ -22,8 +21,8 @@ public struct ProviderChooser: Sendable {
 }
 
 extension Actions {
-    /// How long a browser may take at the provider.
-    static let approvalLifetime: TimeInterval = 600
+    /// How long a browser may take at the provider (the pending flow's cookie lives as long).
+    public static let approvalLifetime: TimeInterval = 600
     /// How long the app may take to present the handler's answer to `verifyAssertion`.
     static let assertionLifetime: TimeInterval = 300
 
@@ -85,11 +84,11 @@ extension Actions {
             if let provider = configuration.providers.oidc(flow.providerId), provider.hasWebFlow {
                 let state = ActionCode.generate().plaintext
                 let nonce = ActionCode.generate().plaintext
-                let verifier = ActionCode.generate().plaintext + ActionCode.generate().plaintext  // RFC 7636: 43-128 characters
+                let verifier = ActionCode.generate().plaintext  // 43 characters: RFC 7636 wants 43-128
                 (pending.state, pending.nonce, pending.codeVerifier) = (state, nonce, verifier)
                 var scopes = ["openid"]
                 for scope in provider.scopes + start.scopes where !scopes.contains(scope) { scopes.append(scope) }
-                let challenge = Base64URL.encode(Array(SHA256.hash(data: Data(verifier.utf8))))
+                let challenge = Base64URL.encode(ActionCode.hash(verifier))
                 let parameters =
                     [
                         ("client_id", provider.clientID), ("redirect_uri", handlerURL), ("response_type", "code"),
@@ -147,10 +146,9 @@ extension Actions {
             let answer = try await offload {
                 try CurlHTTPClient(timeout: 10).post(provider.tokenURL, form: form, headers: ["Accept: application/json"])
             }
-            if answer.status >= 500 || answer.status == 429 {
-                throw HeraldError(.unavailable, "\(provider.id)'s token endpoint could not answer (HTTP \(answer.status))")
-            }
-            guard answer.status == 200, let tokens = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
+            try answer.requireOK(
+                unavailable: "\(provider.id)'s token endpoint could not answer", refused: "\(provider.id)'s token endpoint refused the code")
+            guard let tokens = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
                 let idToken = tokens["id_token"] as? String, !idToken.isEmpty
             else {
                 throw HeraldError(.invalidIDPResponse, "\(provider.id)'s token endpoint refused the code (HTTP \(answer.status))")

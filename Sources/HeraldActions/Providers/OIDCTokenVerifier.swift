@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HeraldCore
 import JWTKit

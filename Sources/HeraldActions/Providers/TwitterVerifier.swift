@@ -42,22 +42,24 @@ struct TwitterVerifier: Sendable {
 
     /// A signed POST answered with `oauth_token` and `oauth_token_secret` (form-encoded).
     private func exchange(_ url: String, token: String?, tokenSecret: String, protocolItems: [(String, String)]) throws -> [String: String] {
-        let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)
-        let header = signer.authorizationHeader(
-            method: "POST", url: url, queryItems: [], token: token, tokenSecret: tokenSecret, protocolItems: protocolItems,
-            nonce: RandomToken.hex(bytes: 16), timestamp: Int(Date().timeIntervalSince1970))
+        let endpoint = url.split(separator: "/").last ?? ""
+        let header = authorization("POST", url, query: [], token: token, secret: tokenSecret, protocolItems: protocolItems)
         let answer = try client.post(url, form: "", headers: ["Authorization: \(header)"])
-        if answer.status >= 500 || answer.status == 429 {
-            throw HeraldError(.unavailable, "Twitter could not answer \(url.split(separator: "/").last ?? "") (HTTP \(answer.status))")
-        }
-        guard answer.status == 200 else {
-            throw HeraldError(.invalidIDPResponse, "Twitter refused \(url.split(separator: "/").last ?? "") (HTTP \(answer.status))")
-        }
+        try answer.requireOK(unavailable: "Twitter could not answer \(endpoint)", refused: "Twitter refused \(endpoint)")
         let fields = Dictionary(IdpAssertion.formFields(String(decoding: answer.body, as: UTF8.self)), uniquingKeysWith: { $1 })
         guard fields["oauth_token"]?.isEmpty == false, fields["oauth_token_secret"]?.isEmpty == false else {
-            throw HeraldError(.invalidIDPResponse, "Twitter's answer to \(url.split(separator: "/").last ?? "") carries no token")
+            throw HeraldError(.invalidIDPResponse, "Twitter's answer to \(endpoint) carries no token")
         }
         return fields
+    }
+
+    /// The OAuth 1.0a `Authorization` header of one request, signed with the consumer's and the token's secrets.
+    private func authorization(
+        _ method: String, _ url: String, query: [(String, String)], token: String?, secret: String, protocolItems: [(String, String)] = []
+    ) -> String {
+        OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret).authorizationHeader(
+            method: method, url: url, queryItems: query, token: token, tokenSecret: secret, protocolItems: protocolItems,
+            nonce: RandomToken.hex(bytes: 16), timestamp: Int(Date().timeIntervalSince1970))
     }
 
     /// - Throws: `INVALID_IDP_RESPONSE` when Twitter refuses the credentials or answers something else;
@@ -65,18 +67,9 @@ struct TwitterVerifier: Sendable {
     func verify(token: String, secret: String) throws -> (identity: FederatedIdentity, rawUserInfo: String) {
         let url = base + "/1.1/account/verify_credentials.json"
         let query = [("include_email", "true"), ("skip_status", "true")]
-        let signer = OAuth1Signer(consumerKey: settings.consumerKey, consumerSecret: settings.consumerSecret)
-        let nonce = RandomToken.hex(bytes: 16)
-        let header = signer.authorizationHeader(
-            method: "GET", url: url, queryItems: query, token: token, tokenSecret: secret, nonce: nonce,
-            timestamp: Int(Date().timeIntervalSince1970))
-        let answer = try client.get(url + "?include_email=true&skip_status=true", headers: ["Authorization: \(header)"])
-        if answer.status >= 500 || answer.status == 429 {
-            throw HeraldError(.unavailable, "Twitter could not check the credentials (HTTP \(answer.status))")
-        }
-        guard answer.status == 200 else {
-            throw HeraldError(.invalidIDPResponse, "Twitter refused the credentials (HTTP \(answer.status))")
-        }
+        let header = authorization("GET", url, query: query, token: token, secret: secret)
+        let answer = try client.get(url + "?" + PercentEncoding.query(query), headers: ["Authorization: \(header)"])
+        try answer.requireOK(unavailable: "Twitter could not check the credentials", refused: "Twitter refused the credentials")
         guard let user = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
             let id = user["id_str"] as? String, !id.isEmpty
         else {
@@ -88,5 +81,14 @@ struct TwitterVerifier: Sendable {
             providerId: "twitter.com", rawId: id, email: email, emailVerified: email != nil, displayName: user["name"] as? String,
             photoURL: user["profile_image_url_https"] as? String, screenName: user["screen_name"] as? String)
         return (identity, String(decoding: answer.body, as: UTF8.self))
+    }
+}
+
+extension CurlHTTPClient.Answer {
+    /// A provider's answer must be a 200: a 5xx or 429 is `UNAVAILABLE` (it may answer later), anything else
+    /// `INVALID_IDP_RESPONSE`; each message ends with the HTTP status.
+    func requireOK(unavailable: String, refused: String) throws {
+        if status >= 500 || status == 429 { throw HeraldError(.unavailable, "\(unavailable) (HTTP \(status))") }
+        guard status == 200 else { throw HeraldError(.invalidIDPResponse, "\(refused) (HTTP \(status))") }
     }
 }

@@ -237,7 +237,7 @@ struct ConfigurationParser {
                 trusted: true),
         ]
         for defaults in known {
-            if let provider = try await oidc("providers.\(defaults.section)", defaults) {
+            if let provider = try await oidc(defaults) {
                 providers.oidc.append(provider)
             }
         }
@@ -246,7 +246,7 @@ struct ConfigurationParser {
                 throw problem("providers.oidc.\(name)", "expected a name of lower-case letters, digits and hyphens")
             }
             let prefix = "providers.oidc.\(name)"
-            guard let provider = try await oidc(prefix, OIDCDefaults(section: "oidc.\(name)", id: "oidc.\(name)")) else {
+            guard let provider = try await oidc(OIDCDefaults(section: "oidc.\(name)", id: "oidc.\(name)")) else {
                 throw problem("\(prefix).clientId", "is required")
             }
             providers.oidc.append(provider)
@@ -277,6 +277,7 @@ struct ConfigurationParser {
 
     /// What Herald knows of a well-known OIDC provider; nothing for `oidc.<name>`.
     private struct OIDCDefaults {
+        /// The provider's section under `providers.`: `google`, `apple`, `oidc.<name>`.
         var section: String
         var id: String
         var issuer = ""
@@ -287,7 +288,8 @@ struct ConfigurationParser {
     }
 
     /// One OIDC provider's section, or nil when it names no client id.
-    private func oidc(_ prefix: String, _ defaults: OIDCDefaults) async throws -> HeraldConfiguration.Providers.OIDC? {
+    private func oidc(_ defaults: OIDCDefaults) async throws -> HeraldConfiguration.Providers.OIDC? {
+        let prefix = "providers.\(defaults.section)"
         let clientID = try await text("\(prefix).clientId", "") { _ in nil }
         let issuer = try await text("\(prefix).issuer", defaults.issuer) { $0.isEmpty && !clientID.isEmpty ? "is required" : nil }
         let url = try await text("\(prefix).jwksUrl", defaults.jwksURL) { $0.isEmpty ? nil : Self.httpURLProblem($0) }
@@ -298,7 +300,7 @@ struct ConfigurationParser {
         }
         let token = try await text("\(prefix).tokenUrl", defaults.tokenURL) { $0.isEmpty ? nil : Self.httpURLProblem($0) }
         let secret = try await text("\(prefix).clientSecret", "", secret: true) { _ in nil }
-        let scopes = try await list("\(prefix).scopes", ["openid", "email", "profile"]) {
+        let scopes = try await list("\(prefix).scopes", HeraldConfiguration.Providers.OIDC.defaultScopes) {
             $0.contains(" ") || $0.isEmpty ? "'\($0)' is not one scope" : nil
         }
         guard !clientID.isEmpty else { return nil }

@@ -172,7 +172,8 @@ public struct HeraldConfiguration: Sendable {
             public var tokenURL = ""
             public var clientSecret = ""
             /// Scopes asked for besides the app's own (`openid` is always asked).
-            public var scopes = ["openid", "email", "profile"]
+            public var scopes = defaultScopes
+            public static let defaultScopes = ["openid", "email", "profile"]
 
             public init(id: String, issuer: String, clientID: String, jwksURL: String = "", jwksFile: String = "", trusted: Bool) {
                 self.id = id

@@ -95,10 +95,15 @@ final class TemplateCache: Sendable {
 
     private let entries = Mutex<[Key: Entry]>([:])
     /// The locale serving each (action, requested locale); bounded, since requested locales come from callers.
-    private let resolutions = Mutex<[String: LocaleTag]>([:])
+    private let resolutions = Mutex<[Resolution: LocaleTag]>([:])
+
+    struct Resolution: Hashable, Sendable {
+        let kind: String
+        let requested: String
+    }
 
     func resolved(kind: String, requested: String, resolve: () -> LocaleTag) -> LocaleTag {
-        let key = kind + "/" + requested
+        let key = Resolution(kind: kind, requested: requested)
         if let locale = resolutions.withLock({ $0[key] }) { return locale }
         let locale = resolve()
         resolutions.withLock { if $0.count < 4096 { $0[key] = locale } }

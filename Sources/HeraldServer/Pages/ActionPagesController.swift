@@ -26,36 +26,36 @@ struct ActionPagesController: Sendable {
         let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
         let lang = query.lang
         guard let (kind, code) = query.action(apiKey: apiKey) else {
-            return page(.error, lang, "missing_parameters", .badRequest)
+            return pages.page(.error, lang, "missing_parameters", .badRequest)
         }
         let (actions, visitor) = (actions, context.visitor(of: request))
         let check: LinkCheck
         do {
             check = try await offload { try actions.click(code: code, kind: kind, visitor: visitor) }
         } catch let error as HeraldError where error.code == .unavailable {
-            return page(.error, lang, "unavailable", .serviceUnavailable)
+            return pages.page(.error, lang, "unavailable", .serviceUnavailable)
         } catch {
             context.logger.error("recording a click failed", metadata: ["error": "\(error)"])
-            return page(.error, lang, "invalid_code", .internalServerError)
+            return pages.page(.error, lang, "invalid_code", .internalServerError)
         }
         let info: CodeInfo
         switch check {
         case .usable(let usable): info = usable
-        case .invalid: return page(.error, lang, "invalid_code", .badRequest)
-        case .used: return page(.error, lang, "used_code", .badRequest)
-        case .expired: return page(.error, lang, "expired_code", .badRequest)
+        case .invalid: return pages.page(.error, lang, "invalid_code", .badRequest)
+        case .used: return pages.page(.error, lang, "used_code", .badRequest)
+        case .expired: return pages.page(.error, lang, "expired_code", .badRequest)
         }
         let continueURL = authorizedContinueURL(query.continueUrl)
         guard kind != .signIn, actions.ownsAccounts else {
             // The app completes the action with the link's parameters (e.g. accounts:signInWithEmailLink).
-            guard let continueURL else { return page(.error, lang, "missing_parameters", .badRequest) }
+            guard let continueURL else { return pages.page(.error, lang, "missing_parameters", .badRequest) }
             return Self.redirect(handingOver: code, kind, to: continueURL, apiKey: apiKey, lang: pages.resolve(lang).value)
         }
         var form = pageForm(kind, code, continueURL)
         form.email = info.email
         form.newEmail = info.newEmail
         let confirm: PageRenderer.Kind = kind == .recoverEmail ? .recoverConfirm : .verifyConfirm
-        return page(kind == .resetPassword ? .resetForm : confirm, lang, form: form)
+        return pages.page(kind == .resetPassword ? .resetForm : confirm, lang, form: form)
     }
 
     /// `POST`: checks the form's token and consumes the code, then goes to the continue URL or a success page.
@@ -63,16 +63,16 @@ struct ActionPagesController: Sendable {
         var request = request
         guard let body = try? await request.collectBody(upTo: 16 * 1024),
             let fields = try? URLEncodedFormDecoder().decode(ActionParameters.self, from: String(buffer: body))
-        else { return page(.error, nil, "missing_parameters", .badRequest) }
+        else { return pages.page(.error, nil, "missing_parameters", .badRequest) }
         let lang = fields.lang
-        guard actions.ownsAccounts else { return page(.error, lang, "invalid_code", .badRequest) }
+        guard actions.ownsAccounts else { return pages.page(.error, lang, "invalid_code", .badRequest) }
         guard let (kind, code) = fields.action(apiKey: apiKey), kind != .signIn else {
-            return page(.error, lang, "missing_parameters", .badRequest)
+            return pages.page(.error, lang, "missing_parameters", .badRequest)
         }
         let (actions, visitor) = (actions, context.visitor(of: request))
         guard let token = fields.csrfToken, Secret.equal(token, actions.formToken(for: code)) else {
             _ = try? await offload { try actions.recordRejected(code: code, visitor: visitor, reason: "CSRF") }
-            return page(.error, lang, "csrf_failed", .forbidden)
+            return pages.page(.error, lang, "csrf_failed", .forbidden)
         }
         let continueURL = authorizedContinueURL(fields.continueUrl)
         let message: String
@@ -81,24 +81,24 @@ struct ActionPagesController: Sendable {
         } catch let error as HeraldError where error.code == .weakPassword {
             var form = pageForm(kind, code, continueURL)
             form.email = try? await offload { try actions.inspect(code: code, visitor: visitor).email }
-            return page(.resetForm, lang, "weak_password", .badRequest, form: form)
+            return pages.page(.resetForm, lang, "weak_password", .badRequest, form: form)
         } catch let error as HeraldError where error.code == .unavailable {
-            return page(.error, lang, "unavailable", .serviceUnavailable)
+            return pages.page(.error, lang, "unavailable", .serviceUnavailable)
         } catch let error as HeraldError {
-            return page(.error, lang, error.code == .expiredOOBCode ? "expired_code" : "invalid_code", .badRequest)
+            return pages.page(.error, lang, error.code == .expiredOOBCode ? "expired_code" : "invalid_code", .badRequest)
         } catch {
             context.logger.error("redeeming from the action page failed", metadata: ["error": "\(error)"])
-            return page(.error, lang, "invalid_code", .internalServerError)
+            return pages.page(.error, lang, "invalid_code", .internalServerError)
         }
         if let continueURL { return Self.redirect(to: continueURL) }
-        return page(.success, lang, message)
+        return pages.page(.success, lang, message)
     }
 
     /// `/__/auth/links?link=…`: redirects to the wrapped action link, only if it is one of ours.
     @Sendable func unwrap(_ request: Request, context: HeraldRequestContext) -> Response {
         let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
         guard let link = query.link, link.hasPrefix(actions.configuration.links.actionURL + "?") else {
-            return page(.error, query.lang, "missing_parameters", .badRequest)
+            return pages.page(.error, query.lang, "missing_parameters", .badRequest)
         }
         return Self.redirect(to: link)
     }
@@ -132,19 +132,6 @@ struct ActionPagesController: Sendable {
         let token = actions.formToken(for: code)
         return PageForm(mode: kind.mode, oobCode: code, apiKey: apiKey, csrfToken: token, continueUrl: continueURL)
     }
-
-    private func page(
-        _ kind: PageRenderer.Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
-    ) -> Response {
-        pages.page(kind, lang, message, status, form: form)
-    }
-
-    static let pageHeaders: HTTPFields = [
-        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-        .contentSecurityPolicy:
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-        .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY",
-    ]
 
     static func redirect(to location: String) -> Response {
         Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])

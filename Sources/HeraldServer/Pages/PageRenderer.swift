@@ -68,9 +68,21 @@ extension PageRenderer {
     func page(
         _ kind: Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
     ) -> Response {
-        let html = render(kind, lang: lang, message: message, form: form)
-        return Response(status: status, headers: ActionPagesController.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+        Self.response(html: render(kind, lang: lang, message: message, form: form), status: status)
     }
+
+    /// An HTML page as a response, with the pages' headers.
+    static func response(html: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// No caching, no framing, no referrer, and a CSP that allows only the page's own inline style and forms.
+    static let headers: HTTPFields = [
+        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+        .contentSecurityPolicy:
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY",
+    ]
 }
 
 /// The hidden fields of a page's form, and what the page shows about the link.

@@ -44,8 +44,7 @@ struct SignInHandlerController: Sendable {
                 if let cookie { headers[.setCookie] = Self.cookie(cookie, handlerURL: handlerURL) }
                 return Response(status: .found, headers: headers)
             case .chooser(let model):
-                let html = chooser.render(ChooserModel(model, action: request.uri.path))
-                return Response(status: .ok, headers: ActionPagesController.pageHeaders, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+                return PageRenderer.response(html: chooser.render(ChooserModel(model, action: request.uri.path)))
             }
         } catch let error as HeraldError where error.code == .unavailable {
             return pages.page(.error, language, "unavailable", .serviceUnavailable)
@@ -81,7 +80,7 @@ struct SignInHandlerController: Sendable {
         let afterScheme = handlerURL.range(of: "://").map { handlerURL[$0.upperBound...] } ?? handlerURL[...]
         let path = afterScheme.drop { $0 != "/" }.prefix { $0 != "?" && $0 != "#" }
         var cookie = "\(cookieName)=\(value); Path=\(path.isEmpty ? "/" : path); HttpOnly; SameSite=Lax"
-        cookie += value.isEmpty ? "; Max-Age=0" : "; Max-Age=600"
+        cookie += "; Max-Age=\(value.isEmpty ? 0 : Int(Actions.approvalLifetime))"
         if handlerURL.lowercased().hasPrefix("https://") { cookie += "; Secure" }
         return cookie
     }

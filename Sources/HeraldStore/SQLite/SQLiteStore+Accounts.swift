@@ -113,8 +113,9 @@ extension SQLiteStore {
                 """, arguments: Records.arguments(account))
     }
 
-    /// Replaces an existing account's fields. - Throws: `EMAIL_EXISTS` if its email belongs to another account.
-    static func update(_ db: Database, _ account: Account) throws {
+    /// Replaces an existing account's fields; an unlink is recorded at `now`.
+    /// - Throws: `EMAIL_EXISTS` if its email belongs to another account.
+    static func update(_ db: Database, _ account: Account, now: Date = Date()) throws {
         if let email = account.email, let owner = try Self.account(db, email: email), owner.uid != account.uid {
             throw HeraldError(.emailExists, "")
         }
@@ -134,7 +135,7 @@ extension SQLiteStore {
                 sql: "DELETE FROM federated_identities WHERE provider_id = ? AND raw_id = ?", arguments: [row["provider_id"], row["raw_id"]])
             try db.execute(
                 sql: "INSERT INTO account_events (uid, kind, provider_id, at, detail) VALUES (?, 'idp-unlink', ?, ?, ?)",
-                arguments: [account.uid, row["provider_id"], Date().milliseconds, row["raw_id"]])
+                arguments: [account.uid, row["provider_id"], now.milliseconds, row["raw_id"]])
         }
     }
 }

@@ -21,12 +21,7 @@ extension SQLiteStore {
                 sql: """
                     UPDATE outbox
                     SET state = 'sending', attempts = attempts + 1, lease_until = :lease, claimed_by = :owner, updated_at = :now
-                    WHERE id IN (
-                        SELECT id FROM outbox
-                        WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
-                          AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
-                        ORDER BY priority, next_attempt_at, id
-                        LIMIT :limit)
+                    WHERE id IN (\(Self.dueRows))
                     RETURNING *
                     """,
                 arguments: ["lease": at + Int64(policy.lease * 1000), "now": at, "limit": policy.limit, "owner": owner])
@@ -62,6 +57,16 @@ extension SQLiteStore {
             }
         }
     }
+
+    /// The ids of the rows a claim takes (`:now`, `:limit`), in queue order: due, not of a paused campaign.
+    /// Read through the partial index `outbox_due`, which holds them already sorted.
+    static let dueRows = """
+        SELECT id FROM outbox
+        WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
+          AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
+        ORDER BY priority, next_attempt_at, id
+        LIMIT :limit
+        """
 
     /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
     ///

@@ -36,7 +36,7 @@ extension SQLiteStore {
             case .link(let uid), .takeOver(let uid):
                 account = try found(uid)
                 if case .takeOver = decision { account.takeOver(by: identity, now: now) } else { account.link(identity, now: now) }
-                try Self.update(db, account)
+                try Self.update(db, account, now: now)
                 try Self.insertIdentity(db, identity, uid: account.uid, now: now)
             case .needConfirmation(let uid):
                 account = try found(uid)

@@ -17,13 +17,13 @@ extension SQLiteStore {
                     account.initialEmail == record.email, account.existed(before: record)
                 else { throw HeraldError(.invalidOOBCode, "") }
                 try account.applyRecovery(record, now: now)
-                try Self.update(db, account)  // EMAIL_EXISTS when another account took the address meanwhile
+                try Self.update(db, account, now: now)  // EMAIL_EXISTS when another account took the address meanwhile
                 return (account, record)
             }
             guard var account = try Self.account(db, email: record.email) else { throw HeraldError(.emailNotFound, "") }
             guard account.existed(before: record) else { throw HeraldError(.invalidOOBCode, "") }
             try account.applyVerification(record, now: now)
-            try Self.update(db, account)
+            try Self.update(db, account, now: now)
             return (account, record)
         }
     }
@@ -33,7 +33,7 @@ extension SQLiteStore {
             guard var account = try Self.account(db, email: record.email) else { throw HeraldError(.emailNotFound, "") }
             guard account.existed(before: record) else { throw HeraldError(.invalidOOBCode, "") }
             try account.applyPasswordReset(passwordHash: passwordHash, now: now)
-            try Self.update(db, account)
+            try Self.update(db, account, now: now)
             return account
         }
     }
@@ -64,7 +64,7 @@ extension SQLiteStore {
                 account = Account(uid: newUID, email: canonical, validSince: now.milliseconds - 1000, createdAt: now)
                 try account.applyEmailLinkSignIn(now: now, ownsAddress: false)
             }
-            if isNew { try Self.insert(db, account) } else { try Self.update(db, account) }
+            if isNew { try Self.insert(db, account) } else { try Self.update(db, account, now: now) }
             return SignInRedemption(account: account, isNewUser: isNew)
         }
     }
