@@ -6,7 +6,7 @@ import Logging
 
 /// The dispatch loop: claim → render → send → record. One send loop drives every SMTP connection
 /// through a `MailDispatcher` and renders each message just before it goes; each connection's
-/// blocking libcurl exchange runs on that connection's own thread (`ThreadedDispatcher`); the ledger
+/// exchange goes without blocking (`CurlSMTPDispatcher`); the ledger
 /// desk (`LedgerDesk`) claims rows for every connection and records their outcomes in group commits.
 ///
 /// Nothing here runs on Swift's cooperative pool. Stopping finishes and records the in-flight send
@@ -18,8 +18,8 @@ import Logging
 /// worker's rows come back within seconds (`Housekeeper`). Only other errors stop the loop.
 ///
 /// ```swift
-/// let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {
-///     try CurlSMTPConnection(settings: SMTPSettings(configuration.smtp))
+/// let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
+///     try CurlSMTPDispatcher(settings: SMTPSettings(configuration.smtp), lanes: lanes)
 /// }
 /// let summary = try await worker.run(untilEmpty: true, concurrency: 2, stop: StopSignal())
 /// ```

@@ -78,6 +78,8 @@ greeting) closes the connection afterwards (RFC 5321 3.8).
 ``--delay S`` sleeps S seconds before answering each DATA (whatever the
 answer), ``--stall-after N`` makes every DATA after the N-th one stall, and
 ``--lifetime S`` stops the server after S seconds.  SIGTERM/SIGINT exit 0.
+EHLO advertises PIPELINING (RFC 2920), as Postfix does; ``--no-pipelining``
+leaves it out, for clients that then send one command at a time.
 
 Outages: ``CaptureServer.pause_listening()`` closes the listening socket (new
 connections are refused, ECONNREFUSED; open connections are aborted unless
@@ -381,6 +383,12 @@ class _Handler:
     def __init__(self, capture: "CaptureServer") -> None:
         self.capture = capture
 
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        session.host_name = hostname
+        if self.capture.pipelining:  # aiosmtpd reads commands one by one, so pipelined ones just queue
+            responses.insert(len(responses) - 1, "250-PIPELINING")
+        return responses
+
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         lowered = address.lower()
         for rule in self.capture._script.rcpt:
@@ -433,6 +441,7 @@ class CaptureServer:
         lifetime: float = 0.0,
         hostname: str = "capture.herald.test",
         timeout: float = 300,
+        pipelining: bool = True,
     ) -> None:
         self.host = host
         self.requested_port = int(port)
@@ -451,6 +460,7 @@ class CaptureServer:
         self.lifetime = float(lifetime)
         self.hostname = hostname
         self.timeout = timeout
+        self.pipelining = bool(pipelining)
 
         self.port: Optional[int] = None
         self.connections = 0  # connections accepted so far (= last session number)
@@ -741,6 +751,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="sleep before answering DATA")
     p.add_argument("--stall-after", type=int, default=0, metavar="N", help="never answer DATA commands after the N-th")
     p.add_argument("--lifetime", type=float, default=0.0, metavar="SECONDS", help="exit after SECONDS (0 = never)")
+    p.add_argument("--no-pipelining", action="store_true", help="do not advertise PIPELINING (RFC 2920)")
     p.add_argument("-v", "--verbose", action="store_true", help="log sessions to stderr")
     args = p.parse_args(argv)
 
@@ -757,6 +768,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             host=args.host, port=args.port, maildir=args.maildir, jsonl=args.jsonl, tls=args.tls,
             require_starttls=args.require_starttls, auth=args.auth, script=args.script,
             delay=args.delay, stall_after=args.stall_after, lifetime=args.lifetime,
+            pipelining=not args.no_pipelining,
         )
         port = server.start()
     except (ValueError, OSError, ssl.SSLError) as exc:

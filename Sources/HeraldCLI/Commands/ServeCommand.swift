@@ -25,7 +25,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            CurlSMTPConnection.initializeLibrary()  // before any thread starts
+            CurlSMTPDispatcher.initializeLibrary()  // before any thread starts
             let runtime = try await Runtime.load(global)
             let configuration = runtime.configuration
             let store = try await runtime.openStoreWaiting()
@@ -43,8 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
             ]
             if !noWorker {
                 let settings = SMTPSettings(configuration.smtp)
-                var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) {
-                    try CurlSMTPConnection(settings: settings)
+                var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
+                    try CurlSMTPDispatcher(settings: settings, lanes: lanes)
                 }
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
                 let grace = configuration.server.failureGrace

@@ -14,11 +14,11 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     @Flag(help: "Exit once nothing is queued, deferred or sending.") var untilEmpty = false
-    @Option(help: "SMTP connections (threads); defaults to smtp.connections.") var concurrency: Int?
+    @Option(help: "SMTP connections; defaults to smtp.connections.") var concurrency: Int?
 
     func run() async throws {
         try await reportingErrors {
-            CurlSMTPConnection.initializeLibrary()  // before any thread starts
+            CurlSMTPDispatcher.initializeLibrary()  // before any thread starts
             let runtime = try await Runtime.load(global)
             let configuration = runtime.configuration
             let connections = concurrency ?? configuration.smtp.connections
@@ -26,7 +26,7 @@ struct WorkerCommand: AsyncParsableCommand {
             let settings = SMTPSettings(configuration.smtp)
             let worker = Worker(
                 store: try await runtime.openStoreWaiting(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
-            ) { try CurlSMTPConnection(settings: settings) }
+            ) { lanes in try CurlSMTPDispatcher(settings: settings, lanes: lanes) }
             runtime.logger.info(
                 "worker started",
                 metadata: ["smtp": "\(Self.redacted(configuration.smtp.url))", "connections": "\(connections)", "untilEmpty": "\(untilEmpty)"])

@@ -3,13 +3,8 @@ import Foundation
 /// Several SMTP connections ("lanes", `0..<lanes`) driven from one thread: a send starts without
 /// blocking, and `poll` reports sends as they finish.
 ///
-/// The worker's send loop runs on one thread over a dispatcher; `ThreadedDispatcher` gives any
-/// blocking `MailTransport` (`CurlSMTPConnection`) this shape, a thread per connection.
-///
-/// Not libcurl's multi interface: libcurl 7.88 (Debian 12) waits for the reply to the end of the
-/// message blocking, inside `curl_multi_perform` (`smtp_done`), so one server slow to accept a
-/// message held every other connection of the loop for that long (measured: with one connection
-/// stalled after DATA, the other's message timed out with it). See DESIGN.md, "SMTP over libcurl".
+/// The worker's send loop runs on one thread over a dispatcher: `CurlSMTPDispatcher` in production;
+/// `ThreadedDispatcher` gives any blocking `MailTransport` (the tests' scripted servers) this shape.
 ///
 /// Only `waker` may be used from other threads.
 public protocol MailDispatcher: AnyObject {

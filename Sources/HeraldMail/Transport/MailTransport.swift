@@ -1,7 +1,6 @@
-/// Sends encoded messages; one instance is one connection, used by one thread at a time.
-///
-/// `send` blocks for the whole SMTP exchange, so call it from a dedicated thread, never from
-/// Swift's cooperative pool.
+/// Sends encoded messages, blocking; one instance is one connection, used by one thread at a time.
+/// The seam the worker's tests script servers at (`ThreadedDispatcher` drives it); Herald's own SMTP
+/// is `CurlSMTPDispatcher`.
 public protocol MailTransport: AnyObject {
     /// Delivers `message` to `recipients`, reusing the open connection when there is one.
     func send(from sender: String, to recipients: [String], message: [UInt8]) -> DeliveryResult

@@ -4,8 +4,25 @@ import Testing
 
 @testable import HeraldMail
 
-/// libcurl against the repository's aiosmtpd capture server on a free loopback port.
-@Suite(.serialized) struct CurlSMTPConnectionTests {
+/// One lane of the dispatcher, used as a blocking connection: start, then poll until the send finishes.
+final class OneConnection {
+    let dispatcher: CurlSMTPDispatcher
+
+    init(settings: SMTPSettings) throws { dispatcher = try CurlSMTPDispatcher(settings: settings, lanes: 1) }
+
+    func send(from sender: String, to recipients: [String], message: [UInt8]) -> DeliveryResult {
+        dispatcher.start(lane: 0, from: sender, to: recipients, message: message)
+        while true {
+            if let (_, result) = dispatcher.poll(timeout: 1).first { return result }
+        }
+    }
+
+    var connectionsOpened: Int { dispatcher.connectionsOpened }
+}
+
+/// The dispatcher against the repository's aiosmtpd capture server on a free loopback port, which
+/// advertises PIPELINING unless told not to.
+@Suite(.serialized) struct CurlSMTPDispatcherTests {
     func settings(_ server: CaptureSMTPServer, _ change: (inout SMTPSettings) -> Void = { _ in }) -> SMTPSettings {
         var configuration = HeraldConfiguration.SMTP()
         configuration.url = server.url
@@ -20,9 +37,9 @@ import Testing
         Array("From: a@herald.test\r\nTo: b@example.com\r\nSubject: \(n)\r\nMessage-ID: <\(n)@herald.test>\r\n\r\n\(body)\r\n".utf8)
     }
 
-    @Test func manyMessagesShareOneConnection() throws {
-        let server = try CaptureSMTPServer()
-        let connection = try CurlSMTPConnection(settings: settings(server))
+    @Test(arguments: [true, false]) func manyMessagesShareOneConnection(pipelining: Bool) throws {
+        let server = try CaptureSMTPServer(pipelining ? [] : ["--no-pipelining"])
+        let connection = try OneConnection(settings: settings(server))
         for n in 1...25 {
             let result = connection.send(from: "a@herald.test", to: ["b\(n)@example.com"], message: message(n))
             #expect(result.outcome == .sent)
@@ -37,16 +54,16 @@ import Testing
 
     @Test func bodyLineStartingWithDotArrivesIntact() throws {
         let server = try CaptureSMTPServer()
-        let connection = try CurlSMTPConnection(settings: settings(server))
+        let connection = try OneConnection(settings: settings(server))
         let body = "first\r\n.hidden\r\n.\r\n..two dots\r\nlast"
         #expect(connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1, body: body)).outcome == .sent)
         let text = try server.received()[0].text
         #expect(text.hasSuffix("\r\n\r\n\(body)\r\n"))
     }
 
-    @Test func permanentRejectionIsNotRetriable() throws {
-        let server = try CaptureSMTPServer(["--script", "1:550:5.1.1 No such user"])
-        let connection = try CurlSMTPConnection(settings: settings(server))
+    @Test(arguments: [true, false]) func permanentRejectionIsNotRetriable(pipelining: Bool) throws {
+        let server = try CaptureSMTPServer(["--script", "1:550:5.1.1 No such user"] + (pipelining ? [] : ["--no-pipelining"]))
+        let connection = try OneConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .permanent)
         #expect(result.replyCode == 550)
@@ -55,17 +72,60 @@ import Testing
         #expect(connection.send(from: "a@herald.test", to: ["c@example.com"], message: message(2)).outcome == .sent)
     }
 
-    @Test func rejectedRecipientIsPermanent() throws {
-        let server = try CaptureSMTPServer(["--script", "rcpt=nobody:550:5.1.1 Unknown recipient"])
-        let connection = try CurlSMTPConnection(settings: settings(server))
+    @Test(arguments: [true, false]) func rejectedRecipientIsPermanent(pipelining: Bool) throws {
+        let server = try CaptureSMTPServer(["--script", "rcpt=nobody:550:5.1.1 Unknown recipient"] + (pipelining ? [] : ["--no-pipelining"]))
+        let connection = try OneConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["nobody@example.com"], message: message(1))
         #expect(result.outcome == .permanent)
         #expect(result.replyCode == 550)
+        #expect(result.replyText == "550 5.1.1 Unknown recipient")
+        // The pipelined DATA's refusal (no valid recipient) is not what the ledger keeps; the next message goes.
+        #expect(connection.send(from: "a@herald.test", to: ["ada@example.com"], message: message(2)).outcome == .sent)
+        #expect(try server.received().map { $0.recipients } == [["ada@example.com"]])
+    }
+
+    @Test func aConnectionTheServerClosedWhileIdleIsReopenedAndTheMessageSentOnce() throws {
+        let server = try CaptureSMTPServer(["--script", "idle=0.3"])
+        let connection = try OneConnection(settings: settings(server))
+        #expect(connection.send(from: "a@herald.test", to: ["b1@example.com"], message: message(1)).outcome == .sent)
+        Thread.sleep(forTimeInterval: 0.8)  // the server says 421 and closes
+        let result = connection.send(from: "a@herald.test", to: ["b2@example.com"], message: message(2))
+        #expect(result.outcome == .sent, "\(result.replyText)")
+        #expect(connection.connectionsOpened == 2)
+        #expect(try server.received().map { $0.recipients[0] } == ["b1@example.com", "b2@example.com"])
+    }
+
+    @Test func aStalledConnectionHoldsNoOther() throws {
+        // The first message's DATA is never answered; the other connection goes on meanwhile.
+        let server = try CaptureSMTPServer(["--script", "1:stall"])
+        let dispatcher = try CurlSMTPDispatcher(settings: settings(server) { $0.timeout = 3 }, lanes: 2)
+        func finish(_ lane: Int) -> DeliveryResult {
+            while true {
+                if let (done, result) = dispatcher.poll(timeout: 1).first {
+                    #expect(done == lane, "\(result.replyText)")
+                    return result
+                }
+            }
+        }
+        let stalledAt = Date()
+        dispatcher.start(lane: 1, from: "a@herald.test", to: ["stalled@example.com"], message: message(1))
+        // Its message reaches the server (and gets no answer) before any other.
+        while Date().timeIntervalSince(stalledAt) < 0.5 { #expect(dispatcher.poll(timeout: 0.1).isEmpty) }
+        for n in 2...7 {
+            dispatcher.start(lane: 0, from: "a@herald.test", to: ["m\(n)@example.com"], message: message(n))
+            #expect(finish(0).outcome == .sent)
+        }
+        #expect(Date().timeIntervalSince(stalledAt) < 2)
+        let stalled = finish(1)
+        #expect(stalled.outcome == .connection)
+        #expect(stalled.replyText.hasPrefix("timed out after 3 s waiting for the reply to DATA"), "\(stalled.replyText)")
+        #expect(try server.received().map { $0.recipients[0] } == (2...7).map { "m\($0)@example.com" })
+        dispatcher.close()
     }
 
     @Test func temporaryFailureIsTransient() throws {
         let server = try CaptureSMTPServer(["--script", "1:451:4.3.0 Try again later"])
-        let connection = try CurlSMTPConnection(settings: settings(server))
+        let connection = try OneConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .transient)
         #expect(result.replyCode == 451)
@@ -74,7 +134,7 @@ import Testing
 
     @Test func droppedConnectionMidDataIsTheConnectionsFailureAndTheNextSendReconnects() throws {
         let server = try CaptureSMTPServer(["--script", "1:drop"])
-        let connection = try CurlSMTPConnection(settings: settings(server))
+        let connection = try OneConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .connection)
         #expect(connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(2)).outcome == .sent)
@@ -83,11 +143,11 @@ import Testing
 
     @Test func stalledServerTimesOutAndTheNextMessageGetsAFreshConnection() throws {
         let server = try CaptureSMTPServer(["--script", "1:stall"])
-        let connection = try CurlSMTPConnection(settings: settings(server) { $0.timeout = 1.5 })
+        let connection = try OneConnection(settings: settings(server) { $0.timeout = 1.5 })
         let started = Date()
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .connection)
-        #expect(result.replyText.contains("curl error 28"))
+        #expect(result.replyText.hasPrefix("timed out after 1.5 s waiting for the reply to DATA"), "\(result.replyText)")
         #expect(Date().timeIntervalSince(started) < 4)
         let next = Date()
         #expect(connection.send(from: "a@herald.test", to: ["c@example.com"], message: message(2)).outcome == .sent)
@@ -98,7 +158,7 @@ import Testing
     @Test func refusalsOfTheServerAreTheConnectionsNotTheMessages() throws {
         for (script, code) in [("greeting=554:5.3.2 Not accepting mail", 554), ("greeting=421:4.3.2 Busy", 421)] {
             let server = try CaptureSMTPServer(["--script", script])
-            let connection = try CurlSMTPConnection(settings: settings(server))
+            let connection = try OneConnection(settings: settings(server))
             let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
             #expect(result.outcome == .connection, "\(script)")
             #expect(result.replyCode == code, "\(script)")
@@ -109,7 +169,7 @@ import Testing
     @Test func refusedConnectionIsTransient() throws {
         var configuration = HeraldConfiguration.SMTP()
         configuration.url = "smtp://127.0.0.1:1/herald.test"
-        let connection = try CurlSMTPConnection(settings: SMTPSettings(configuration))
+        let connection = try OneConnection(settings: SMTPSettings(configuration))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .connection)
         #expect(result.replyCode == nil)
@@ -122,7 +182,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let (cert, key) = try CaptureSMTPServer.makeCertificate(in: directory)
         let server = try CaptureSMTPServer(["--tls", cert, key, "--require-starttls", "--auth", "alice:s3cret"])
-        let good = try CurlSMTPConnection(
+        let good = try OneConnection(
             settings: settings(server) {
                 $0.requireStartTLS = true
                 $0.caFile = cert
@@ -136,7 +196,7 @@ import Testing
         #expect(received.first?.tls == true)
         #expect(received.first?.authUser == "alice")
 
-        let wrong = try CurlSMTPConnection(
+        let wrong = try OneConnection(
             settings: settings(server) {
                 $0.requireStartTLS = true
                 $0.insecure = true
@@ -153,7 +213,7 @@ import Testing
 
     @Test func plainTextIsRefusedWhenStartTLSIsRequiredButNotOffered() throws {
         let server = try CaptureSMTPServer()
-        let connection = try CurlSMTPConnection(settings: settings(server) { $0.requireStartTLS = true })
+        let connection = try OneConnection(settings: settings(server) { $0.requireStartTLS = true })
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .connection)
         #expect(result.replyText.hasPrefix("TLS failed: the server does not offer STARTTLS"), "\(result.replyText)")

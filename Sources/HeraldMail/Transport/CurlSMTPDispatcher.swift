@@ -1,0 +1,355 @@
+import CCurlShim
+import Foundation
+import HeraldCore
+
+/// Every SMTP connection of a worker, driven from the one thread that calls `start` and `poll`.
+///
+/// libcurl opens each connection — TCP, greeting, EHLO, STARTTLS, AUTH, `CURLOPT_CONNECT_ONLY` — on a
+/// short-lived thread of its own, so a slow server never holds the others. Herald then speaks each
+/// mail transaction itself through `curl_easy_send`/`curl_easy_recv` (TLS stays libcurl's), without
+/// blocking: when the server advertises PIPELINING, MAIL FROM, RCPT TO and DATA go out in one write
+/// and the message in a second, two round trips where libcurl's own SMTP takes four; otherwise one
+/// command at a time. One `poll(2)` waits on every connection at once.
+///
+/// A failure that is not the message's (a timeout, a dropped connection, a refusal of MAIL) closes
+/// the connection at once, and the next message opens a fresh one; so does any refusal, since the
+/// transaction's state is then unknown. A reused connection the server closed while idle (Postfix's
+/// `421` after its idle timeout) is reopened and the message sent again, since none of it had gone.
+///
+/// Only `waker` may be used from other threads.
+public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
+    public let lanes: Int
+    private let settings: SMTPSettings
+    private var states: [LaneState]
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    /// Guards what the opening threads hand over, and the wake-up flag.
+    private let condition = NSCondition()
+    private var openedConnections: [(lane: Int, session: Result<SMTPSession, SMTPSession.OpenFailure>)] = []
+    private var opening = 0
+    private var wakePending = false
+    private var opened = 0
+
+    /// Initialises libcurl once per process; call before starting threads.
+    public static func initializeLibrary() { _ = globalInit }
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// One message on its way.
+    private struct Job {
+        let sender: String
+        let recipients: [String]
+        let message: [UInt8]
+        /// Once sent again on a fresh connection after the reused one turned out closed.
+        var resent = false
+    }
+
+    /// Which reply the transaction waits for next.
+    private enum Step {
+        case mail, rcpt, data, body
+
+        var command: SMTPCommand {
+            switch self {
+            case .mail: .mail
+            case .rcpt: .rcpt
+            case .data, .body: .data
+            }
+        }
+    }
+
+    private enum LaneState {
+        case idle(SMTPSession?)
+        case opening(Job)
+        case sending(Transaction)
+    }
+
+    /// A message's exchange on an open connection.
+    private struct Transaction {
+        let session: SMTPSession
+        var job: Job
+        /// Replies awaited, in order; commands not yet sent (no PIPELINING) follow them in `unsent`.
+        var awaiting: [Step]
+        var unsent: [(Step, [UInt8])]
+        var output: [UInt8]
+        var written = 0
+        var reader = SMTPReplyReader()
+        var lastReply: String?
+        /// The server has accepted something of this message (a 2xx or the 354).
+        var accepted = false
+        let deadline: DispatchTime
+    }
+
+    public init(settings: SMTPSettings, lanes: Int) throws {
+        Self.initializeLibrary()
+        self.settings = settings
+        self.lanes = lanes
+        states = Array(repeating: .idle(nil), count: lanes)
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw HeraldError(.invalidConfiguration, "could not create a pipe: errno \(errno)") }
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        (wakeRead, wakeWrite) = (fds[0], fds[1])
+    }
+
+    deinit {
+        close()
+        _ = Glibc.close(wakeRead)
+        _ = Glibc.close(wakeWrite)
+    }
+
+    public var connectionsOpened: Int { condition.withLock { opened } }
+
+    public var waker: @Sendable () -> Void {
+        { [self] in wake() }
+    }
+
+    private func wake() {
+        condition.lock()
+        let write = !wakePending
+        wakePending = true
+        condition.unlock()
+        if write {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeWrite, &byte, 1)
+        }
+    }
+
+    public func start(lane: Int, from sender: String, to recipients: [String], message: [UInt8]) {
+        guard case .idle(let session) = states[lane] else { preconditionFailure("lane \(lane) is already sending") }
+        let job = Job(sender: sender, recipients: recipients, message: message)
+        if let session {
+            begin(lane, job, on: session)
+        } else {
+            open(lane, for: job)
+        }
+    }
+
+    /// Opens a connection for the job on a thread of its own; `poll` picks it up.
+    private func open(_ lane: Int, for job: Job) {
+        states[lane] = .opening(job)
+        let settings = settings
+        condition.withLock { opening += 1 }
+        let thread = Thread { [self] in
+            let session = SMTPSession.open(settings)
+            let connects: Int
+            switch session {
+            case .success: connects = 1
+            case .failure(let failure): connects = failure.connects
+            }
+            condition.withLock {
+                openedConnections.append((lane, session))
+                opened += connects
+                opening -= 1
+                condition.broadcast()
+            }
+            wake()
+        }
+        thread.name = "herald-smtp-open"
+        thread.start()
+    }
+
+    /// Starts the job's transaction on an open connection.
+    private func begin(_ lane: Int, _ job: Job, on session: SMTPSession) {
+        var mail = "MAIL FROM:<\(job.sender)>"
+        if session.announcesSize { mail += " SIZE=\(job.message.count)" }
+        var commands: [(Step, [UInt8])] = [(.mail, Array("\(mail)\r\n".utf8))]
+        for recipient in job.recipients { commands.append((.rcpt, Array("RCPT TO:<\(recipient)>\r\n".utf8))) }
+        commands.append((.data, Array("DATA\r\n".utf8)))
+        var transaction = Transaction(
+            session: session, job: job, awaiting: [], unsent: [], output: [],
+            deadline: .now() + .milliseconds(Int(settings.timeout * 1000)))
+        if session.pipelining {
+            transaction.awaiting = commands.map(\.0)
+            transaction.output = commands.flatMap(\.1)
+        } else {
+            transaction.awaiting = [.mail]
+            transaction.output = commands[0].1
+            transaction.unsent = Array(commands.dropFirst())
+        }
+        states[lane] = .sending(transaction)
+    }
+
+    public func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)] {
+        var finished: [(lane: Int, result: DeliveryResult)] = []
+        // Writes first: a transaction just begun goes out before the wait.
+        for lane in 0..<lanes { flush(lane, &finished) }
+        guard finished.isEmpty else { return finished }
+        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var polled: [Int] = []
+        var nearest = DispatchTime.now() + .milliseconds(Int(max(0, timeout) * 1000))
+        for lane in 0..<lanes {
+            switch states[lane] {
+            case .idle(let session?):
+                // An idle connection is watched too: the server may close it (a 421 after its idle timeout).
+                fds.append(pollfd(fd: session.socket, events: Int16(POLLIN), revents: 0))
+                polled.append(lane)
+            case .sending(let transaction):
+                let events = transaction.written < transaction.output.count ? POLLIN | POLLOUT : POLLIN
+                fds.append(pollfd(fd: transaction.session.socket, events: Int16(events), revents: 0))
+                polled.append(lane)
+                nearest = min(nearest, transaction.deadline)
+            case .idle(nil), .opening: break
+            }
+        }
+        let now = DispatchTime.now()
+        let milliseconds = nearest > now ? Int32(min((nearest.uptimeNanoseconds - now.uptimeNanoseconds + 999_999) / 1_000_000, 60_000)) : 0
+        let ready = Glibc.poll(&fds, nfds_t(fds.count), milliseconds)
+        if ready > 0 {
+            if fds[0].revents != 0 { drainWakeUps() }
+            for (index, lane) in polled.enumerated() where fds[index + 1].revents != 0 {
+                service(lane, &finished)
+            }
+        }
+        collectOpened(&finished)
+        expire(&finished)
+        return finished
+    }
+
+    private func drainWakeUps() {
+        // Read, then clear the flag: a wake-up in between is not lost, since the caller looks at what it
+        // was about after this returns.
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while Glibc.read(wakeRead, &buffer, buffer.count) > 0 {}
+        condition.withLock { wakePending = false }
+    }
+
+    /// Connections opened since the last poll begin their transactions; failed opens finish their jobs.
+    private func collectOpened(_ finished: inout [(lane: Int, result: DeliveryResult)]) {
+        let arrived = condition.withLock {
+            defer { openedConnections = [] }
+            return openedConnections
+        }
+        for (lane, session) in arrived {
+            guard case .opening(let job) = states[lane] else { continue }
+            switch session {
+            case .success(let session):
+                begin(lane, job, on: session)
+                flush(lane, &finished)
+            case .failure(let failure):
+                states[lane] = .idle(nil)
+                finished.append((lane, failure.result))
+            }
+        }
+    }
+
+    /// Sends what the lane's transaction has ready.
+    private func flush(_ lane: Int, _ finished: inout [(lane: Int, result: DeliveryResult)]) {
+        guard case .sending(var transaction) = states[lane], transaction.written < transaction.output.count else { return }
+        states[lane] = .idle(nil)  // the transaction's buffers are then its own to change (no copy)
+        guard let written = transaction.session.write(transaction.output, from: transaction.written) else {
+            fail(lane, transaction, SMTPVerdict.broken("sending failed: the connection broke", lastReply: transaction.lastReply), &finished)
+            return
+        }
+        transaction.written = written
+        states[lane] = .sending(transaction)
+    }
+
+    /// Reads and acts on what arrived on the lane's connection.
+    private func service(_ lane: Int, _ finished: inout [(lane: Int, result: DeliveryResult)]) {
+        switch states[lane] {
+        case .idle(let session?):
+            // Anything from the server on an idle connection (a 421, the end of the connection) ends it.
+            var reader = SMTPReplyReader()
+            _ = session.read(into: &reader)
+            session.close(polite: false)
+            states[lane] = .idle(nil)
+        case .sending(var transaction):
+            states[lane] = .idle(nil)  // the transaction's buffers are then its own to change (no copy)
+            let read = transaction.session.read(into: &transaction.reader)
+            while let reply = transaction.reader.next() {
+                transaction.lastReply = reply.line
+                guard let step = transaction.awaiting.first else {
+                    fail(lane, transaction, SMTPVerdict.broken("unexpected reply", lastReply: reply.line), &finished)
+                    return
+                }
+                transaction.awaiting.removeFirst()
+                switch (step, reply.code) {
+                case (.body, 200..<300):
+                    transaction.session.served += 1
+                    states[lane] = .idle(transaction.session)
+                    finished.append((lane, DeliveryResult(outcome: .sent, replyCode: reply.code, replyText: reply.line)))
+                    return
+                case (.data, 354):
+                    transaction.accepted = true
+                    transaction.awaiting = [.body]
+                    transaction.output = SMTPData.block(transaction.job.message)
+                    transaction.written = 0
+                case (.mail, 200..<300), (.rcpt, 200..<300):
+                    transaction.accepted = true
+                    if !transaction.unsent.isEmpty {
+                        let (next, bytes) = transaction.unsent.removeFirst()
+                        transaction.awaiting.append(next)
+                        transaction.output = bytes
+                        transaction.written = 0
+                    }
+                default:
+                    if SMTPVerdict.isClosing(reply.line), retryOnFreshConnection(lane, transaction) { return }
+                    fail(lane, transaction, SMTPVerdict.refusal(reply.line, to: step.command), &finished)
+                    return
+                }
+            }
+            switch read {
+            case .data:
+                states[lane] = .sending(transaction)
+                flush(lane, &finished)
+            case .closed:
+                if retryOnFreshConnection(lane, transaction) { return }
+                fail(lane, transaction, SMTPVerdict.broken("the server closed the connection", lastReply: transaction.lastReply), &finished)
+            case .failed(let error):
+                if retryOnFreshConnection(lane, transaction) { return }
+                fail(lane, transaction, SMTPVerdict.broken(error, lastReply: transaction.lastReply), &finished)
+            }
+        case .idle(nil), .opening: break
+        }
+    }
+
+    /// A reused connection the server had closed before accepting anything of this message: the message
+    /// goes again, once, on a fresh connection.
+    private func retryOnFreshConnection(_ lane: Int, _ transaction: Transaction) -> Bool {
+        guard transaction.session.served > 0, !transaction.accepted, !transaction.job.resent else { return false }
+        transaction.session.close(polite: false)
+        var job = transaction.job
+        job.resent = true
+        open(lane, for: job)
+        return true
+    }
+
+    /// Ends a transaction that failed; its connection closes (its state is unknown).
+    private func fail(
+        _ lane: Int, _ transaction: Transaction, _ result: DeliveryResult, _ finished: inout [(lane: Int, result: DeliveryResult)]
+    ) {
+        transaction.session.close(polite: false)
+        states[lane] = .idle(nil)
+        finished.append((lane, result))
+    }
+
+    /// Transactions past `smtp.timeout` fail as the connection's.
+    private func expire(_ finished: inout [(lane: Int, result: DeliveryResult)]) {
+        let now = DispatchTime.now()
+        for lane in 0..<lanes {
+            guard case .sending(let transaction) = states[lane], transaction.deadline <= now else { continue }
+            let waitingFor = transaction.awaiting.first?.command.stage ?? "DATA"
+            let seconds = String(format: "%g", settings.timeout)
+            fail(
+                lane, transaction,
+                SMTPVerdict.broken("timed out after \(seconds) s waiting for the reply to \(waitingFor)", lastReply: transaction.lastReply), &finished
+            )
+        }
+    }
+
+    /// Waits for connections being opened, then ends every connection, idle ones with a QUIT.
+    public func close() {
+        condition.lock()
+        while opening > 0 { condition.wait() }
+        let late = openedConnections
+        openedConnections = []
+        condition.unlock()
+        for case (_, .success(let session)) in late { session.close(polite: true) }
+        for lane in 0..<lanes {
+            switch states[lane] {
+            case .idle(let session?): session.close(polite: true)
+            case .sending(let transaction): transaction.session.close(polite: false)
+            case .idle(nil), .opening: break
+            }
+            states[lane] = .idle(nil)
+        }
+    }
+}
