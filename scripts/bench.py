@@ -7,8 +7,11 @@ In one run against one smtp-sink on loopback, at 1 and at 4 connections (--conne
       renders, sends and records each one (`herald worker --until-empty --concurrency C`).
 Prints both rates, their ratio, Herald's queueing rate, the worker's CPU per message (user + sys,
 from wait4 as /usr/bin/time reports it) and its peak RSS, then
-(c) imports a 1,000,000-row campaign CSV and prints rows/s and peak RSS.
-Each side runs --runs times; medians are reported. Not a test: nothing here asserts.
+(c) imports a 1,000,000-row campaign CSV and prints rows/s and peak RSS, and
+(d) drives `accounts:sendOobCode` on `herald serve` (its embedded worker draining into the same
+    smtp-sink) with wrk and scripts/bench-sendoobcode.lua: a closed loop for the maximum, then a
+    load paced at --api-rate requests/s, and prints the rates and latency percentiles.
+Each side of (a)/(b) runs --runs times; medians are reported. Not a test: nothing here asserts.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def wait_for_port(port: int, timeout: float = 10) -> None:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.05)
-    sys.exit(f"bench: smtp-sink did not listen on {port}")
+    sys.exit(f"bench: nothing listened on port {port}")
 
 
 def run_measured(argv: list[str], env: dict | None = None, timeout: float = 600) -> float:
@@ -80,6 +83,77 @@ def run_with_rss(argv: list[str], env: dict, timeout: float = 600) -> tuple[floa
     return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
+def parse_wrk(output: str) -> dict:
+    """Requests/s, latency percentiles (ms) and non-2xx count from `wrk --latency` output."""
+    result: dict = {"non2xx": 0, "errors": 0}
+    units = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    in_distribution = False
+    for line in output.splitlines():
+        words = line.split()
+        if line.startswith("Requests/sec:"):
+            result["rate"] = float(words[1])
+        elif line.startswith("  Latency Distribution"):
+            in_distribution = True
+        elif in_distribution and len(words) == 2 and words[0].endswith("%"):
+            value = words[1]
+            unit = next(u for u in ("us", "ms", "s") if value.endswith(u))
+            result[f"p{words[0][:-1]}"] = float(value[: -len(unit)]) * units[unit]
+        elif "Non-2xx or 3xx responses:" in line:
+            result["non2xx"] = int(words[-1])
+        elif line.strip().startswith("Socket errors:"):
+            result["errors"] = sum(int(part.split()[-1]) for part in line.split(":", 1)[1].split(","))
+        elif in_distribution and not words:
+            in_distribution = False
+    return result
+
+
+def run_wrk(url: str, connections: int, seconds: float, delay_ms: float) -> dict:
+    wrk = shutil.which("wrk")
+    if not wrk:
+        sys.exit("bench: wrk not found; install Debian's wrk (scripts/install-deps.sh bench)")
+    completed = subprocess.run(
+        [wrk, "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(REPO / "scripts/bench-sendoobcode.lua"), url],
+        env={**os.environ, "DELAY_MS": f"{delay_ms:.3f}"}, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    return parse_wrk(completed.stdout)
+
+
+def bench_api(herald: str, base_env: dict, work: Path, rate: float, seconds: float) -> list[str]:
+    """sendOobCode against `herald serve`, closed loop and paced at `rate`; returns the report lines."""
+    port = free_port()
+    env = {**base_env, "HERALD_DATABASE_PATH": str(work / "api.sqlite"), "HERALD_SERVER_HOST": "127.0.0.1",
+           "HERALD_SERVER_PORT": str(port)}
+    # One client address sends everything: the per-address abuse limits would refuse it (they are not what is measured).
+    for limit in ("IP_SENDS_PER_MINUTE", "IP_SENDS_PER_HOUR", "ACCOUNT_SENDS_PER_HOUR", "PROJECT_SENDS_PER_HOUR"):
+        env[f"HERALD_LIMITS_{limit}"] = "0"
+    log = tempfile.TemporaryFile()
+    server = subprocess.Popen([herald, "serve"], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        wait_for_port(port, timeout=30)
+        url = f"http://127.0.0.1:{port}/v1/accounts:sendOobCode?key=demo-api-key"
+        connections = 16
+        run_wrk(url, connections, 3, 0)  # warm-up
+        closed = run_wrk(url, connections, seconds, 0)
+        # wrk waits DELAY_MS after each reply: calibrate the delay so the connections together make `rate`.
+        delay = 1000.0 * connections / rate
+        trial = run_wrk(url, connections, 5, delay)
+        delay = max(0.0, delay - (1000.0 * connections / trial["rate"] - 1000.0 * connections / rate))
+        paced = run_wrk(url, connections, seconds, delay)
+        with sqlite3.connect(work / "api.sqlite") as db:
+            queued = db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+            sent = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    def line(name: str, result: dict) -> str:
+        return (f"{name:<27} {result['rate']:>8,.0f} req/s | p50 {result['p50']:.2f} ms | p90 {result['p90']:.2f} ms | "
+                f"p99 {result['p99']:.2f} ms | non-2xx {result['non2xx']} | socket errors {result['errors']}")
+    return [
+        line("sendOobCode closed loop", closed),
+        line(f"sendOobCode paced {rate:,.0f}/s", paced) + " (target p99 <= 5 ms)",
+        f"{'':<27} {connections} connections (wrk); the embedded worker had sent {sent:,} of {queued:,} queued by the end",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
@@ -87,6 +161,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 4], help="connection counts to measure")
     parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
+    parser.add_argument("--api-rate", type=float, default=2000, help="paced sendOobCode requests/s (0 skips the API benchmark)")
+    parser.add_argument("--api-seconds", type=float, default=15, help="length of each measured wrk run")
     args = parser.parse_args()
     for tool in ("smtp-sink", "smtp-source"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
@@ -157,6 +233,8 @@ def main() -> None:
             import_line = (f"campaign import             {args.import_rows / seconds:,.0f} rows/s for {args.import_rows:,} CSV rows "
                            f"(target >= 150,000), peak RSS {peak / 1024:.1f} MiB")
 
+        api_lines = bench_api(args.herald, base_env, work, args.api_rate, args.api_seconds) if args.api_rate else []
+
         print()
         print(f"messages per run: {args.n} rendered verification emails of {size} bytes; medians of {args.runs} runs")
         print(f"{'connections':>11} | {'smtp-source':>13} | {'herald worker':>13} | {'ratio':>5} | {'target':>6} | "
@@ -168,6 +246,8 @@ def main() -> None:
         print("worker CPU per message: user + sys of `herald worker` (target <= 100 µs); peak RSS target <= 100 MB")
         if import_line:
             print(import_line)
+        for line in api_lines:
+            print(line)
     finally:
         sink.terminate()
         sink.wait(timeout=10)

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
-if [ "${1:-}" = "bench" ]; then packages+=(postfix); fi
+if [ "${1:-}" = "bench" ]; then packages+=(postfix wrk); fi
 
 missing=()
 for package in "${packages[@]}"; do

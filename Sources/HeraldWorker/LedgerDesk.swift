@@ -6,8 +6,10 @@ import HeraldStore
 /// every connection's outcomes, many at a time.
 ///
 /// The send loop hands in outcomes as sends finish; the desk takes all that are waiting and records them in
-/// one transaction (a group commit: one WAL append for the batch). An outcome waits up to `commitDelay` for
-/// company, unless a connection is held back by it. A connection starts a send only while fewer than
+/// one transaction (a group commit: one WAL append for the batch). It records as soon as it is free: the
+/// outcomes that arrive during one commit share the next, so batches grow with the load without any
+/// outcome waiting for company (a 2 ms wait for company, measured, held connections back: 4,454 against
+/// about 5,500 messages/s at four connections). A connection starts a send only while fewer than
 /// `ClaimPolicy.unrecordedPerConnection` (two) of its sends are unrecorded — one being recorded, one being
 /// sent — so a crash can duplicate only those (`returnOrphans` reads the first two rows of each connection's
 /// claim as possibly started). The desk wakes the send loop (`MailDispatcher.waker`) when it has claimed or
@@ -50,14 +52,8 @@ final class LedgerDesk: @unchecked Sendable {
     /// Each connection's claim owner, `<worker id>/<connection>`.
     private let owners: [String]
     private var outcomes: [Handed] = []
-    /// When the oldest outcome waiting in `outcomes` was handed in.
-    private var oldestOutcome: Date?
     /// The send loop found a connection waiting for the desk (rows, or records); the next claim or record wakes it.
     private var sendLoopWaits = false
-    /// `flush` waits: record at once.
-    private var flushing = false
-    /// How long an outcome may wait for others to share its commit, unless a connection needs it recorded.
-    static let commitDelay: TimeInterval = 0.002
     /// The most outcomes recorded in one commit.
     static let maxBatch = 256
     /// Set when the desk fails; connections stop.
@@ -137,7 +133,6 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !failed else { return false }
-        if outcomes.isEmpty { oldestOutcome = Date() }
         outcomes.append(Handed(connection: connection, outcome: outcome))
         lanes[connection].handed += 1
         condition.broadcast()
@@ -151,7 +146,6 @@ final class LedgerDesk: @unchecked Sendable {
     func flush() {
         condition.lock()
         defer { condition.unlock() }
-        flushing = true
         condition.broadcast()
         while lanes.contains(where: { $0.recorded < $0.handed }) && !failed { condition.wait() }
     }
@@ -198,12 +192,7 @@ final class LedgerDesk: @unchecked Sendable {
             while true {
                 let now = Date()
                 claimFor = stop.isStopped ? nil : lanes.indices.first { lanes[$0].wants && !lanes[$0].finished && lanes[$0].nextClaim <= now }
-                // A group commit waits a little for company, unless someone needs it now.
-                let recordDue = oldestOutcome.map { $0.addingTimeInterval(Self.commitDelay) } ?? .distantFuture
-                recordNow =
-                    !outcomes.isEmpty
-                    && (recordDue <= now || claimFor != nil || outcomes.count >= Self.maxBatch || flushing || stop.isStopped
-                        || lanes.contains { $0.handed - $0.recorded >= ClaimPolicy.unrecordedPerConnection })
+                recordNow = !outcomes.isEmpty
                 if recordNow || claimFor != nil { break }
                 if outcomes.isEmpty && lanes.allSatisfy(\.finished) {
                     condition.unlock()
@@ -211,13 +200,10 @@ final class LedgerDesk: @unchecked Sendable {
                 }
                 // The next claim that comes due (none once stopping: the connections are leaving), at most 0.2 s away.
                 let due = stop.isStopped ? nil : lanes.lazy.filter { $0.wants && !$0.finished }.map(\.nextClaim).min()
-                _ = condition.wait(until: max(now, min(due ?? .distantFuture, recordDue, now.addingTimeInterval(0.2))))
+                _ = condition.wait(until: max(now, min(due ?? .distantFuture, now.addingTimeInterval(0.2))))
             }
-            let batch = recordNow ? outcomes : []
-            if recordNow {
-                outcomes = []
-                oldestOutcome = nil
-            }
+            let batch = recordNow ? Array(outcomes.prefix(Self.maxBatch)) : []
+            if recordNow { outcomes.removeFirst(batch.count) }
             condition.unlock()
 
             // Outcomes first, then at most one claim: connections waiting on either are served in turn.

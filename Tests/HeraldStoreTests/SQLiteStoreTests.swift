@@ -46,6 +46,20 @@ import Testing
         #expect(plan.contains { $0.contains("outbox_due") } && !plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 
+    @Test func aGoneWorkersRowsAreFoundThroughTheLeaseIndex() throws {
+        let plan = try store.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.orphanRows(SQLiteStore.ownedBy), arguments: ["first": "w/", "last": "w0"])
+                .map { $0["detail"] as String }
+        }
+        #expect(
+            plan.contains { $0.contains("USING INDEX outbox_leased") } && !plan.contains { $0.hasPrefix("SCAN outbox") && !$0.contains("INDEX") },
+            "\(plan)")
+        let indexes = try store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'outbox' AND type = 'index'")
+        }
+        #expect(!indexes.contains("outbox_claimed_by"))
+    }
+
     @Test func onlyTheCodesHashIsStoredAndThePlaintextIsNowhereInTheFiles() throws {
         let policy = Fixture.policy()
         let id = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain)

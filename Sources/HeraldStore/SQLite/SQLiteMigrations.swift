@@ -263,6 +263,11 @@ enum SQLiteMigrations {
             // index (outbox_due, outbox_leased, outbox_claimed_by, outbox_due_at, outbox_waiting) or is an admin listing.
             try db.execute(sql: "DROP INDEX outbox_state")
         }
+        migrator.registerMigration("v11: no index on outbox.claimed_by") { db in
+            // Two index writes per message (the claim adds the entry, the record removes it) for a lookup made when
+            // a worker is found gone: the rows in 'sending' are few (what workers hold), and outbox_leased lists them.
+            try db.execute(sql: "DROP INDEX outbox_claimed_by")
+        }
         return migrator
     }
 }

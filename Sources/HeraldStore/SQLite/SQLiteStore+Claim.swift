@@ -75,16 +75,20 @@ extension SQLiteStore {
     /// each connection may have been started: they get an `interrupted` attempt and go back to the queue (or die when out of
     /// attempts). The others were never started: they go back with their attempt given back and
     /// their code voided, as a graceful stop would have left them.
+    /// Rows in 'sending' that match `condition`, each owner's in the order it sends them; read through
+    /// outbox_leased (every row in 'sending' is in it).
+    static func orphanRows(_ condition: String) -> String {
+        """
+        SELECT id, claimed_by FROM outbox WHERE state = 'sending' AND (\(condition))
+        ORDER BY claimed_by, lease_until, priority, next_attempt_at, id
+        """
+    }
+
     @discardableResult
     func returnOrphans(
         _ db: Database, where condition: String, _ arguments: StatementArguments, maxAttempts: Int, reason: String, at: Int64
     ) throws -> (interrupted: Int, returned: Int) {
-        let rows = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT id, claimed_by FROM outbox WHERE state = 'sending' AND (\(condition))
-                    ORDER BY claimed_by, lease_until, priority, next_attempt_at, id
-                    """), arguments: arguments)
+        let rows = try Row.fetchAll(db.cachedStatement(sql: Self.orphanRows(condition)), arguments: arguments)
         var started: [Int64] = []
         var unstarted: [Int64] = []
         var owner: String?? = .none

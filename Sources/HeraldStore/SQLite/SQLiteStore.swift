@@ -12,6 +12,8 @@ import HeraldCore
 /// ```
 public final class SQLiteStore: HeraldStore {
     let pool: LedgerPool
+    /// The durable writes' group commit.
+    let durable: GroupCommit
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     ///
@@ -41,6 +43,7 @@ public final class SQLiteStore: HeraldStore {
             let base = try LedgerPool.translating(opening: true) { try DatabasePool(path: path, configuration: configuration) }
             try LedgerPool.translating(opening: true) { try Self.migrate(base) }
             pool = LedgerPool(base: base)
+            durable = GroupCommit(pool: pool)
         } catch let error as DatabaseError {
             throw HeraldError(.invalidConfiguration, "database \(path): \(error.message ?? "\(error.resultCode)")")
         }
@@ -67,17 +70,11 @@ public final class SQLiteStore: HeraldStore {
     /// The ledger otherwise runs WAL with `synchronous = NORMAL`: a commit survives a process crash
     /// but may be lost on power failure. Acknowledged requests must survive both, so enqueueing
     /// uses this; worker bookkeeping does not need to (a lost record means a resend, never a loss).
+    ///
+    /// Concurrent callers share a commit and its fsync (`GroupCommit`): each body runs in its own
+    /// savepoint, and each caller returns once the shared commit is on disk.
     func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            var result: T?
-            try db.inTransaction(.immediate) {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
+        try durable.write(body)
     }
 
     /// Copies the WAL into the database and truncates it, so a quiet ledger holds no stale log.

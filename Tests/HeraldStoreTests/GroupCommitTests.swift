@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+import HeraldCore
+import HeraldTesting
+import Testing
+
+@testable import HeraldStore
+
+/// Durable writes from many threads share commits; each is answered after its commit, and a write
+/// that throws is rolled back alone.
+@Suite struct GroupCommitTests {
+    let scratch = ScratchDirectory()
+    let store: SQLiteStore
+
+    init() throws {
+        store = try SQLiteStore(path: scratch.path("ledger.sqlite"))
+        try store.pool.write { db in try db.execute(sql: "CREATE TABLE notes (writer INTEGER NOT NULL)") }
+    }
+
+    /// Runs `body` on a thread of its own (the dispatch pool would not start ten blocked writers at once).
+    func spawn(_ group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread {
+            body()
+            group.leave()
+        }.start()
+    }
+
+    /// Starts a write that holds the commit until `release` is signalled, and returns once it is inside.
+    func holdTheCommit(_ release: DispatchSemaphore, _ group: DispatchGroup) {
+        let inside = DispatchSemaphore(value: 0)
+        let store = store
+        spawn(group) {
+            _ = try? store.writeDurably { db in
+                try db.execute(sql: "INSERT INTO notes (writer) VALUES (0)")
+                inside.signal()
+                release.wait()
+            }
+        }
+        inside.wait()
+    }
+
+    @Test func writesArrivingDuringACommitShareTheNextAndEachIsAnsweredAfterIt() throws {
+        let release = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        holdTheCommit(release, group)
+        let answered = Locked<[Int64]>([])
+        let store = store
+        for writer in 1...10 {
+            spawn(group) {
+                let id = try? store.writeDurably { db -> Int64 in
+                    try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
+                    return db.lastInsertedRowID
+                }
+                // Answered only once the row is committed: another connection sees it.
+                let visible = try? store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE writer = ?", arguments: [writer]) }
+                if let id, visible == 1 { answered.withLock { $0.append(id) } }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)  // the ten queue behind the held commit
+        #expect(answered.withLock { $0 }.isEmpty)
+        release.signal()
+        group.wait()
+        #expect(answered.withLock { $0 }.count == 10)
+        #expect(Set(answered.withLock { $0 }).count == 10)
+        #expect(store.durable.commits == 2)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes") } == 11)
+    }
+
+    @Test func aWriteThatThrowsIsRolledBackAloneAndItsCallerGetsTheError() throws {
+        let release = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        holdTheCommit(release, group)
+        let errors = Locked<[String]>([])
+        let store = store
+        for writer in 1...6 {
+            spawn(group) {
+                do {
+                    try store.writeDurably { db in
+                        try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
+                        if writer % 2 == 0 { throw HeraldError(.emailExists, "writer \(writer)") }
+                    }
+                } catch {
+                    errors.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        release.signal()
+        group.wait()
+        #expect(store.durable.commits == 2)
+        #expect(errors.withLock { $0 }.count == 3)
+        #expect(errors.withLock { $0 }.allSatisfy { $0.contains("EMAIL_EXISTS") })
+        let writers = try store.read { db in try Int.fetchAll(db, sql: "SELECT writer FROM notes ORDER BY writer") }
+        #expect(writers == [0, 1, 3, 5])
+    }
+
+    @Test func aLoneWriteWaitsForNothing() throws {
+        for writer in 1...3 {
+            try store.writeDurably { db in try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer]) }
+        }
+        #expect(store.durable.commits == 3)
+    }
+}
+
+/// A value shared by test threads.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
+}
