@@ -60,6 +60,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldMail", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -1,8 +1,10 @@
 -- wrk script of `make bench` (scripts/bench.py): POST accounts:sendOobCode for an email-link
 -- sign-in, each request to a new address (so no per-recipient cooldown applies).
+-- RUN (environment) keeps the addresses of successive runs apart.
 -- DELAY_MS (environment): each connection waits this long after a reply before its next
 -- request, which paces the load; 0 is a closed loop.
 local delay_ms = tonumber(os.getenv("DELAY_MS") or "0")
+local run = os.getenv("RUN") or "0"
 local threads_started = 0
 local sent = 0
 
@@ -14,8 +16,8 @@ end
 function request()
   sent = sent + 1
   local body = string.format(
-    '{"requestType":"EMAIL_SIGNIN","email":"bench%d.%d@example.com","continueUrl":"https://localhost/welcome","canHandleCodeInApp":true}',
-    thread_id, sent)
+    '{"requestType":"EMAIL_SIGNIN","email":"bench%s.%d.%d@example.com","continueUrl":"https://localhost/welcome","canHandleCodeInApp":true}',
+    run, thread_id, sent)
   return wrk.format("POST", nil, { ["Content-Type"] = "application/json" }, body)
 end
 
