@@ -235,6 +235,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         guard case .sending(var transaction) = states[lane], transaction.written < transaction.output.count else { return }
         states[lane] = .idle(nil)  // the transaction's buffers are then its own to change (no copy)
         guard let written = transaction.session.write(transaction.output, from: transaction.written) else {
+            if retryOnFreshConnection(lane, transaction) { return }
             fail(lane, transaction, SMTPVerdict.broken("sending failed: the connection broke", lastReply: transaction.lastReply), &finished)
             return
         }
