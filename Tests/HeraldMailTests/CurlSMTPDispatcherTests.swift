@@ -220,3 +220,34 @@ final class OneConnection {
         #expect(try server.received().isEmpty)
     }
 }
+
+/// Replies as they arrive in pieces, and the data block's dot-stuffing.
+@Suite struct SMTPWireTests {
+    func feed(_ reader: inout SMTPReplyReader, _ text: String) {
+        Array(text.utf8).withUnsafeBytes { reader.append($0) }
+    }
+
+    @Test func aReplyIsWholeOnlyOnceItsLastLineArrives() {
+        var reader = SMTPReplyReader()
+        feed(&reader, "250-first\r\n250-sec")
+        #expect(reader.next() == nil)
+        feed(&reader, "ond\r\n250 last line\r\n354 go ahead\r")
+        #expect(reader.next().map { "\($0.code) \($0.line)" } == "250 250 last line")
+        #expect(reader.next() == nil)
+        feed(&reader, "\n421\r\n")
+        #expect(reader.next()?.code == 354)
+        #expect(reader.next().map { "\($0.code) \($0.line)" } == "421 421")
+        // A final line with something other than a space after its code still ends the reply.
+        feed(&reader, "550\tno\r\nnonsense\n")
+        #expect(reader.next()?.code == 550)
+        #expect(reader.next()?.code == 0)
+    }
+
+    @Test func linesStartingWithADotGetAnotherAndTheEndOfDataFollows() {
+        let block = { (text: String) in String(decoding: SMTPData.block(Array(text.utf8)), as: UTF8.self) }
+        #expect(block(".a\r\nb\r\n.\r\n..c\r\n") == "..a\r\nb\r\n..\r\n...c\r\n.\r\n")
+        #expect(block("no line end") == "no line end\r\n.\r\n")
+        #expect(block("") == "\r\n.\r\n")
+        #expect(block("x.\r\n.y") == "x.\r\n..y\r\n.\r\n")
+    }
+}

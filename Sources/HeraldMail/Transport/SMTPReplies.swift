@@ -85,13 +85,13 @@ struct SMTPReplyReader {
     var isEmpty: Bool { pending.isEmpty }
 
     /// The next complete reply, or nil while its last line has not arrived. Continuation lines
-    /// (`250-…`) are skipped; a line that is not a reply becomes code 0.
+    /// (`250-…`) are skipped; any other line ends a reply, and one that is not a reply becomes code 0.
     mutating func next() -> Reply? {
         while let newline = pending.firstIndex(of: 10) {
             var end = newline
             if end > 0, pending[end - 1] == 13 { end -= 1 }
             let isReply = end >= 3 && pending[0..<3].allSatisfy { (48...57).contains($0) }
-            let isLast = isReply && (end == 3 || pending[3] == UInt8(ascii: " "))
+            let isLast = isReply && (end == 3 || pending[3] != UInt8(ascii: "-"))
             defer { pending.removeSubrange(0...newline) }
             guard !isReply || isLast else { continue }
             let line = String(decoding: pending[0..<end], as: UTF8.self)

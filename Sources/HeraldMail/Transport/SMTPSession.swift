@@ -191,7 +191,7 @@ final class SMTPSession {
 private final class ConnectLog {
     var lastCommand: SMTPCommand?
     var lastReply: String?
-    /// The first 4xx/5xx reply, and the command it answered (nil: the greeting).
+    /// The first 4xx/5xx reply since the last positive one, and the command it answered (nil: the greeting).
     var failureReply: String?
     var failureCommand: SMTPCommand?
     /// The extensions the last EHLO reply listed (`PIPELINING`, `SIZE`, …).
@@ -214,9 +214,15 @@ private final class ConnectLog {
             guard line.count == 3 || line[line.startIndex + 3] == UInt8(ascii: " ") else { continue }
             let reply = String(decoding: line, as: UTF8.self)
             lastReply = reply
-            if failureReply == nil, line[line.startIndex] == UInt8(ascii: "4") || line[line.startIndex] == UInt8(ascii: "5") {
-                failureReply = reply
-                failureCommand = lastCommand ?? .greeting
+            if line[line.startIndex] == UInt8(ascii: "4") || line[line.startIndex] == UInt8(ascii: "5") {
+                if failureReply == nil {
+                    failureReply = reply
+                    failureCommand = lastCommand ?? .greeting
+                }
+            } else {
+                // libcurl went past that refusal (EHLO's to HELO, an optional STARTTLS): it is not why opening failed.
+                failureReply = nil
+                failureCommand = nil
             }
         }
     }
