@@ -169,13 +169,3 @@ import Testing
         }
     }
 }
-
-/// Counts committed transactions.
-private final class CommitCounter: TransactionObserver, @unchecked Sendable {
-    let onCommit: () -> Void
-    init(_ onCommit: @escaping () -> Void) { self.onCommit = onCommit }
-    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
-    func databaseDidChange(with event: DatabaseEvent) {}
-    func databaseDidCommit(_ db: Database) { onCommit() }
-    func databaseDidRollback(_ db: Database) {}
-}

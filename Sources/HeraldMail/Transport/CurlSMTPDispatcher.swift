@@ -68,7 +68,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         var job: Job
         /// Replies awaited, in order; commands not yet sent (no PIPELINING) follow them in `unsent`.
         var awaiting: [Step]
-        var unsent: [(Step, [UInt8])]
+        var unsent: [(Step, String)]
         var output: [UInt8]
         var written = 0
         var reader = SMTPReplyReader()
@@ -148,23 +148,16 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
 
     /// Starts the job's transaction on an open connection.
     private func begin(_ lane: Int, _ job: Job, on session: SMTPSession) {
-        var mail = "MAIL FROM:<\(job.sender)>"
-        if session.announcesSize { mail += " SIZE=\(job.message.count)" }
-        var commands: [(Step, [UInt8])] = [(.mail, Array("\(mail)\r\n".utf8))]
-        for recipient in job.recipients { commands.append((.rcpt, Array("RCPT TO:<\(recipient)>\r\n".utf8))) }
-        commands.append((.data, Array("DATA\r\n".utf8)))
-        var transaction = Transaction(
-            session: session, job: job, awaiting: [], unsent: [], output: [],
-            deadline: .now() + .milliseconds(Int(settings.timeout * 1000)))
-        if session.pipelining {
-            transaction.awaiting = commands.map(\.0)
-            transaction.output = commands.flatMap(\.1)
-        } else {
-            transaction.awaiting = [.mail]
-            transaction.output = commands[0].1
-            transaction.unsent = Array(commands.dropFirst())
-        }
-        states[lane] = .sending(transaction)
+        let size = session.announcesSize ? " SIZE=\(job.message.count)" : ""
+        var commands: [(Step, String)] = [(.mail, "MAIL FROM:<\(job.sender)>\(size)\r\n")]
+        for recipient in job.recipients { commands.append((.rcpt, "RCPT TO:<\(recipient)>\r\n")) }
+        commands.append((.data, "DATA\r\n"))
+        // With PIPELINING every command goes at once; otherwise each waits for the reply to the one before.
+        let now = session.pipelining ? commands[...] : commands.prefix(1)
+        states[lane] = .sending(
+            Transaction(
+                session: session, job: job, awaiting: now.map(\.0), unsent: Array(commands[now.endIndex...]),
+                output: Array(now.map(\.1).joined().utf8), deadline: .now() + .milliseconds(Int(settings.timeout * 1000))))
     }
 
     public func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)] {
@@ -276,9 +269,9 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
                 case (.mail, 200..<300), (.rcpt, 200..<300):
                     transaction.accepted = true
                     if !transaction.unsent.isEmpty {
-                        let (next, bytes) = transaction.unsent.removeFirst()
+                        let (next, command) = transaction.unsent.removeFirst()
                         transaction.awaiting.append(next)
-                        transaction.output = bytes
+                        transaction.output = Array(command.utf8)
                         transaction.written = 0
                     }
                 default:

@@ -110,16 +110,8 @@ final class SMTPSession {
 
     /// Maps a failed open to an outcome: always the connection's, never a message's.
     private static func classify(_ code: CURLcode, _ log: ConnectLog, _ error: String) -> DeliveryResult {
-        if let reply = log.failureReply {
-            if code == CURLE_LOGIN_DENIED {
-                return DeliveryResult(outcome: .connection, replyCode: Int(reply.prefix(3)), replyText: "authentication failed: \(reply)")
-            }
-            var result = SMTPVerdict.refusal(reply, to: log.failureCommand ?? .greeting)
-            if result.outcome != .connection {  // a refusal while connecting is never the message's
-                result = DeliveryResult(outcome: .connection, replyCode: result.replyCode, replyText: result.replyText)
-            }
-            return result
-        }
+        // The greeting, EHLO, STARTTLS and AUTH: refusals of these are always the connection's.
+        if let reply = log.failureReply { return SMTPVerdict.refusal(reply, to: log.failureCommand ?? .greeting) }
         switch code {
         case CURLE_LOGIN_DENIED:
             return DeliveryResult(outcome: .connection, replyCode: nil, replyText: "authentication failed: \(error)")

@@ -25,8 +25,6 @@ final class GroupCommit: @unchecked Sendable {
     private let condition = NSCondition()
     private var waiting: [Write] = []
     private var leading = false
-    /// Commits made so far, for tests.
-    private(set) var commits = 0
 
     init(pool: LedgerPool) { self.pool = pool }
 
@@ -48,7 +46,6 @@ final class GroupCommit: @unchecked Sendable {
                 commit(batch)
                 condition.lock()
                 for member in batch { member.done = true }
-                commits += 1
                 leading = false
                 condition.broadcast()
             }
