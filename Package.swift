@@ -52,7 +52,9 @@ let package = Package(
         ),
         .target(
             name: "HeraldStore",
-            dependencies: ["HeraldCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -54,4 +54,12 @@ import Testing
         #expect(seen.count == 256)
         #expect(codes.count == 2_000)
     }
+
+    @Test func messageIDsAreUniqueAndSortAsTheyAreMade() throws {
+        let ids = (0..<2000).map { _ in MessageID.next(domain: "mail.example") }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.sorted() == ids)
+        let pattern = try Regex("^<[0-9a-f]{16}\\.[0-9a-z]{13}\\.herald@mail\\.example>$")
+        #expect(ids.allSatisfy { $0.wholeMatch(of: pattern) != nil })
+    }
 }

@@ -44,6 +44,31 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aResumedImportAcrossManyInsertChunksSortsOutEveryRowAndLeavesNoGapInTheSchedule(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let campaign = try Fixture.campaign("large", rate: 10, now: now, in: store)
+        var schedule = CampaignSchedule(start: now, interval: 0.1, position: 0)
+        let add = { (recipients: [CampaignRecipient]) in
+            try store.addRecipients(recipients, to: campaign, schedule: &schedule, messageDomain: Fixture.messageDomain, now: now)
+        }
+        let first = (0..<150).map { Fixture.recipient("u\($0)@example.com", line: $0 + 2) }
+        #expect(try add(first) == Array(repeating: .imported, count: 150))
+        // The same file again with 300 more lines: chunks of old rows only, of old and new rows, of new rows only;
+        // an address of the first run on a new line, and a new address twice.
+        var second = first + (150..<450).map { Fixture.recipient("u\($0)@example.com", line: $0 + 2) }
+        second.insert(Fixture.recipient("u7@example.com", line: 1000), at: 170)
+        second.insert(Fixture.recipient("u200@example.com", line: 1001), at: 260)
+        let outcomes = try add(second)
+        #expect(outcomes[..<150].allSatisfy { $0 == .alreadyImported })
+        #expect(outcomes[170] == .duplicate && outcomes[260] == .duplicate)
+        #expect(outcomes.filter { $0 == .imported }.count == 300)
+        #expect(schedule.position == 450)
+        let rows = try store.messages()
+        #expect(rows.map { $0.nextAttemptAt.milliseconds - now.milliseconds } == (0..<450).map { Int64($0) * 100 })
+        #expect(rows.map(\.email.value) == (0..<450).map { "u\($0)@example.com" })
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func accountImportsWithoutLinesAreAlsoIdempotent(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let campaign = try Fixture.campaign("accounts", now: now, in: store)

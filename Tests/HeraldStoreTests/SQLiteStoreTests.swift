@@ -46,6 +46,24 @@ import Testing
         #expect(plan.contains { $0.contains("outbox_due") } && !plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 
+    @Test func lookupsByAddressFindEveryKindOfRowThroughAnIndex() throws {
+        let plan = try store.read { db in
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN SELECT * FROM outbox WHERE " + SQLiteStore.addressed(to: ":email"), arguments: ["email": "a"]
+            )
+            .map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("MULTI-INDEX OR") } && !plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
+        let campaign = try Fixture.campaign("welcome", in: store)
+        _ = try Fixture.add(["ada@example.com", "bob@example.com"], to: campaign, in: store)
+        _ = try store.enqueue(Fixture.request(.resetPassword, "ada@example.com"), messageDomain: Fixture.messageDomain)
+        _ = try store.enqueue(Fixture.request(.verifyAndChangeEmail, "ada@example.com"), messageDomain: Fixture.messageDomain)
+        let ada = try store.messages(state: nil, email: EmailAddress("ada@example.com"), limit: nil)
+        #expect(ada.map(\.kind) == [.verifyEmail, .resetPassword, .verifyAndChangeEmail])
+        let changed = try store.messages(state: nil, email: EmailAddress("new-ada@example.com"), limit: nil)
+        #expect(changed.map(\.kind) == [.verifyAndChangeEmail])
+    }
+
     @Test func aGoneWorkersRowsAreFoundThroughTheLeaseIndex() throws {
         let plan = try store.read { db in
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.orphanRows(SQLiteStore.ownedBy), arguments: ["first": "w/", "last": "w0"])

@@ -4,6 +4,10 @@ import HeraldStore
 
 /// Streams recipients into a campaign's outbox rows in batched transactions.
 ///
+/// Two threads share the work: the caller's reads, validates and applies the account rule to the next batch
+/// while a ``HandoffThread`` writes the previous one. Only the writer touches the summary, the schedule and
+/// the rejects file.
+///
 /// Every row passes the sending rules (address, display name, locale, and the account rules of
 /// `Actions.send`); a refused row goes to the rejects file with its line number and reason (the
 /// error code for a rule's refusal); good rows are never held back. Re-running an import skips rows
@@ -16,8 +20,6 @@ final class CampaignImporter {
     struct Recipient {
         var line: Int?
         var email: String
-        /// The canonical address, set once the row is validated.
-        var address = ""
         var displayName: String?
         var locale: String?
         var variables: [String: String]
@@ -31,9 +33,13 @@ final class CampaignImporter {
     private let defaultLocale: LocaleTag
     private let messageDomain: String
     private let batchSize: Int
-    private var batch: [Recipient] = []
+    /// Validated rows waiting for the account rule and the writer, and beside them their source lines for
+    /// the rejects file.
+    private var batch: [CampaignRecipient] = []
+    private var batchSources: [String] = []
     /// Rejects of the current batch, written in line order when the batch is flushed.
-    private var batchRejects: [(line: Int, reason: String, raw: String)] = []
+    private var batchRejects: [Reject] = []
+    private lazy var writer = HandoffThread(name: "campaign import")
     private var batchBytes = 0
     private var rejects: RejectsWriter?
     private var summary = Summary()
@@ -41,6 +47,8 @@ final class CampaignImporter {
     private let now = Date()
     /// Locale strings seen so far, parsed once each.
     private var locales: [String: LocaleTag?] = [:]
+
+    typealias Reject = (line: Int, reason: String, raw: String)
 
     static let maximumField = 1000
     static let maximumColumns = 256
@@ -127,6 +135,7 @@ final class CampaignImporter {
         let emailColumn = header.firstIndex(of: "email")!
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
+        defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
         while let record = try Self.read(&reader, path) {
@@ -159,6 +168,7 @@ final class CampaignImporter {
                     variables: variables, raw: text))
         }
         try flush()
+        try writer.finish()
         try finish()
         return summary
     }
@@ -167,12 +177,14 @@ final class CampaignImporter {
     func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
+        defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
             try add(
                 Recipient(
                     line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:], raw: account.email))
         }
         try flush()
+        try writer.finish()
         try finish()
         return summary
     }
@@ -187,15 +199,20 @@ final class CampaignImporter {
             return try reject(line, "field too long: \(long.key)", recipient.raw)
         }
         guard let address = try? EmailAddress(recipient.email) else { return try reject(line, "invalid address", recipient.raw) }
-        var recipient = recipient
-        recipient.address = address.value
-        if let name = recipient.displayName, !name.isEmpty, (try? DisplayName.validate(name)) == nil {
+        let displayName = recipient.displayName.flatMap { $0.isEmpty ? nil : $0 }
+        if let displayName, (try? DisplayName.validate(displayName)) == nil {
             return try reject(line, "invalid display_name", recipient.raw)
         }
-        if let locale = recipient.locale, !locale.isEmpty, self.locale(locale) == nil {
-            return try reject(line, "invalid locale", recipient.raw)
+        var localeTag = defaultLocale
+        if let locale = recipient.locale, !locale.isEmpty {
+            guard let tag = self.locale(locale) else { return try reject(line, "invalid locale", recipient.raw) }
+            localeTag = tag
         }
-        batch.append(recipient)
+        let row = CampaignRecipient(
+            email: address.value, displayName: displayName, locale: localeTag,
+            variablesJSON: recipient.variables.isEmpty ? nil : Self.json(recipient.variables), line: recipient.line)
+        batch.append(row)
+        batchSources.append(recipient.raw)
         batchBytes += recipient.raw.utf8.count
         if batch.count >= batchSize || batchRejects.count >= batchSize || batchBytes >= Self.maximumBatchBytes { try flush() }
     }
@@ -237,49 +254,57 @@ final class CampaignImporter {
     }
 
     private func reject(_ line: Int, _ reason: String, _ raw: String) throws {
-        summary.rejected += 1
         batchRejects.append((line, reason, raw))
         batchBytes += raw.utf8.count
         if batchRejects.count >= batchSize || batchBytes >= Self.maximumBatchBytes { try flush() }
     }
 
-    /// Applies the account rule to the batch, then queues the rest in one fsynced transaction;
-    /// conflicts are re-runs (same line) or duplicates.
+    /// Applies the account rule to the batch (a read, beside the writer), then hands the rows and the batch's
+    /// rejects to the writer thread.
     private func flush() throws {
-        defer {
-            for item in batchRejects.sorted(by: { $0.line < $1.line }) { rejects?.write(line: item.line, reason: item.reason, content: item.raw) }
-            batchRejects.removeAll(keepingCapacity: true)
-            batchBytes = 0
-        }
-        guard !batch.isEmpty else { return }
-        let pending = batch
+        var rejected = batchRejects
+        var rows = batch
+        var sources = batchSources
+        batchRejects.removeAll(keepingCapacity: true)
         batch.removeAll(keepingCapacity: true)
-        let refused = try refusals(pending.map(\.address))
-        var accepted: [Recipient] = []
-        var rows: [CampaignRecipient] = []
-        accepted.reserveCapacity(pending.count)
-        rows.reserveCapacity(pending.count)
-        for recipient in pending {
-            if let refusal = refused[recipient.address] {
-                summary.rejected += 1
-                batchRejects.append((recipient.line ?? 0, refusal.code.rawValue, recipient.raw))
-                continue
+        batchSources.removeAll(keepingCapacity: true)
+        batchBytes = 0
+        if !rows.isEmpty {
+            let refused = try refusals(rows.map(\.email))
+            if !refused.isEmpty {
+                var kept = 0
+                for index in rows.indices {
+                    if let refusal = refused[rows[index].email] {
+                        rejected.append((rows[index].line ?? 0, refusal.code.rawValue, sources[index]))
+                    } else {
+                        rows.swapAt(kept, index)
+                        sources.swapAt(kept, index)
+                        kept += 1
+                    }
+                }
+                rows.removeSubrange(kept...)
+                sources.removeSubrange(kept...)
             }
-            let locale = recipient.locale.flatMap { $0.isEmpty ? nil : self.locale($0) } ?? defaultLocale
-            accepted.append(recipient)
-            rows.append(
-                CampaignRecipient(
-                    email: recipient.address, displayName: recipient.displayName.flatMap { $0.isEmpty ? nil : $0 }, locale: locale,
-                    variablesJSON: recipient.variables.isEmpty ? nil : Self.json(recipient.variables), line: recipient.line))
         }
+        guard !rows.isEmpty || !rejected.isEmpty else { return }
+        try writer.submit { [self, rows, sources, rejected] in try write(rows, sources: sources, rejecting: rejected) }
+    }
+
+    /// On the writer thread: queues the rows in one fsynced transaction (conflicts are re-runs of the same line,
+    /// or duplicates), then writes the batch's rejects in line order.
+    private func write(_ rows: [CampaignRecipient], sources: [String], rejecting earlier: [Reject]) throws {
+        var rejected = earlier
+        defer {
+            summary.rejected += rejected.count
+            for item in rejected.sorted(by: { $0.line < $1.line }) { rejects?.write(line: item.line, reason: item.reason, content: item.raw) }
+        }
+        guard !rows.isEmpty else { return }
         let outcomes = try store.addRecipients(rows, to: campaign, schedule: &schedule, messageDomain: messageDomain, now: now)
-        for (recipient, outcome) in zip(accepted, outcomes) {
+        for (index, outcome) in outcomes.enumerated() {
             switch outcome {
             case .imported: summary.imported += 1
             case .alreadyImported: summary.alreadyImported += 1
-            case .duplicate:
-                summary.rejected += 1
-                batchRejects.append((recipient.line ?? 0, "duplicate in campaign", recipient.raw))
+            case .duplicate: rejected.append((rows[index].line ?? 0, "duplicate in campaign", sources[index]))
             }
         }
     }

@@ -98,8 +98,36 @@ public enum MessageID {
     private static let prefix = RandomToken.hex(bytes: 8)
     private static let counter = Atomic<UInt64>(0)
 
+    /// Base-36 digits of `UInt64.max`: every counter is padded to this width so the text sorts as the number does.
+    static let counterWidth = 13
+    private static let digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
+
     public static func next(domain: String) -> String {
-        let (value, _) = counter.add(1, ordering: .relaxed)
-        return "<\(prefix).\(String(value, radix: 36)).herald@\(domain)>"
+        Maker(domain: domain).next()
+    }
+
+    /// Message-IDs for one domain, with the parts that do not change formatted once (an import makes a
+    /// million of them on its writer thread).
+    public struct Maker: Sendable {
+        private let head: [UInt8]
+        private let tail: [UInt8]
+
+        public init(domain: String) {
+            head = Array("<\(prefix).".utf8)
+            tail = Array(".herald@\(domain)>".utf8)
+        }
+
+        public func next() -> String {
+            var (value, _) = counter.add(1, ordering: .relaxed)
+            return String(unsafeUninitializedCapacity: head.count + counterWidth + tail.count) { buffer in
+                var end = buffer.initialize(fromContentsOf: head)
+                end += counterWidth
+                for index in stride(from: end - 1, through: end - counterWidth, by: -1) {
+                    buffer[index] = digits[Int(value % 36)]
+                    value /= 36
+                }
+                return buffer[end...].initialize(fromContentsOf: tail)
+            }
+        }
     }
 }

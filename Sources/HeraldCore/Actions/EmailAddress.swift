@@ -39,28 +39,33 @@ public struct EmailAddress: Hashable, Sendable, CustomStringConvertible, Codable
         self.value = value
     }
 
-    private static let atext: Set<UInt8> = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~".utf8))
+    /// `atext` of RFC 5322 by byte: the characters a dot-atom local part may hold besides dots.
+    private static let atext: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~".utf8 { table[Int(byte)] = true }
+        return table
+    }()
 
     static func isValid(_ raw: String) -> Bool {
-        let bytes = Array(raw.utf8)
-        guard bytes.count <= 254, let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return false }
-        let local = bytes[..<at]
-        let domain = bytes[(at + 1)...]
-        guard !local.isEmpty, local.count <= 64 else { return false }
-        // dot-atom: atext runs separated by single dots, no leading or trailing dot
-        var previousWasDot = true
-        for byte in local {
-            if byte == UInt8(ascii: ".") {
-                if previousWasDot { return false }
-                previousWasDot = true
-            } else if atext.contains(byte) {
-                previousWasDot = false
-            } else {
-                return false
+        var raw = raw
+        return raw.withUTF8 { bytes in
+            guard bytes.count <= 254, let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return false }
+            let local = UnsafeBufferPointer(rebasing: bytes[..<at])
+            guard !local.isEmpty, local.count <= 64 else { return false }
+            // dot-atom: atext runs separated by single dots, no leading or trailing dot
+            var previousWasDot = true
+            for byte in local {
+                if byte == UInt8(ascii: ".") {
+                    if previousWasDot { return false }
+                    previousWasDot = true
+                } else if atext[Int(byte)] {
+                    previousWasDot = false
+                } else {
+                    return false
+                }
             }
+            return !previousWasDot && Hostname.isValid(UnsafeBufferPointer(rebasing: bytes[(at + 1)...]))
         }
-        if previousWasDot { return false }
-        return Hostname.isValid(String(decoding: domain, as: UTF8.self))
     }
 
     /// Renders untrusted input for an error message: control characters become escapes.
@@ -73,16 +78,32 @@ public struct EmailAddress: Hashable, Sendable, CustomStringConvertible, Codable
 /// Hostname syntax (letters, digits, hyphens; dot-separated labels of 1–63 characters).
 public enum Hostname {
     public static func isValid(_ host: String) -> Bool {
-        guard !host.isEmpty, host.utf8.count <= 253 else { return false }
-        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-" else { return false }
-            guard
-                label.utf8.allSatisfy({
-                    $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: "-"))
-                })
-            else { return false }
+        var host = host
+        return host.withUTF8 { isValid($0) }
+    }
+
+    /// ASCII letters, digits and hyphens in labels of 1–63 bytes, no label starting or ending with a hyphen.
+    static func isValid(_ host: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !host.isEmpty, host.count <= 253 else { return false }
+        var labelLength = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        for byte in host {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
+                labelLength = 0
+            case UInt8(ascii: "-"):
+                guard labelLength > 0 else { return false }
+                labelLength += 1
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                labelLength += 1
+            default:
+                return false
+            }
+            guard labelLength <= 63 else { return false }
+            previous = byte
         }
-        return true
+        return labelLength > 0 && previous != UInt8(ascii: "-")
     }
 }
 

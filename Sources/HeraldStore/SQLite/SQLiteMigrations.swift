@@ -268,6 +268,24 @@ enum SQLiteMigrations {
             // a worker is found gone: the rows in 'sending' are few (what workers hold), and outbox_leased lists them.
             try db.execute(sql: "DROP INDEX outbox_claimed_by")
         }
+        migrator.registerMigration("v12: campaign rows skip the indexes only single sends need; lookups by email use an index") { db in
+            // A campaign import wrote every row into eight b-trees. Campaign rows' expiry goes by due_at
+            // (outbox_due_at), not outbox_waiting, and their recipient is their email, so one index on
+            // (recipient, campaign_id) both keeps a campaign's recipients unique and finds them by address;
+            // outbox_recipient and the new outbox_email cover the other rows. Lookups by address were full
+            // scans before: `recipient = ? OR email = ?` had no index for its second half.
+            try db.execute(
+                sql: """
+                    DROP INDEX outbox_waiting;
+                    CREATE INDEX outbox_waiting ON outbox(action, queued_at)
+                        WHERE state IN ('queued','deferred') AND campaign_id IS NULL;
+                    DROP INDEX outbox_recipient;
+                    CREATE INDEX outbox_recipient ON outbox(recipient) WHERE campaign_id IS NULL;
+                    CREATE INDEX outbox_email ON outbox(email) WHERE campaign_id IS NULL AND email <> recipient;
+                    DROP INDEX outbox_campaign_recipient;
+                    CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(recipient, campaign_id) WHERE campaign_id IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

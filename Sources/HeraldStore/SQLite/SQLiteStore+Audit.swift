@@ -8,7 +8,7 @@ extension SQLiteStore {
         var conditions: [String] = []
         var arguments: StatementArguments = ["now": now.milliseconds]
         if let email = filter.email {
-            conditions.append("(o.recipient = :email OR o.email = :email)")
+            conditions.append(Self.addressed(to: ":email", in: "o"))
             arguments += ["email": email.value]
         }
         if let campaign = filter.campaign {

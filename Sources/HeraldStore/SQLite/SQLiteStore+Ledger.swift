@@ -8,18 +8,29 @@ extension SQLiteStore {
         var conditions: [String] = []
         var arguments: StatementArguments = []
         if let state {
-            conditions.append("state = ?")
-            arguments += [state.rawValue]
+            conditions.append("state = :state")
+            arguments += ["state": state.rawValue]
         }
         if let email {
-            conditions.append("(recipient = ? OR email = ?)")
-            arguments += [email.value, email.value]
+            conditions.append(Self.addressed(to: ":email"))
+            arguments += ["email": email.value]
         }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
         return try pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map(Records.message)
         }
+    }
+
+    /// Rows sent to `parameter`'s address or about its account: `recipient = p OR email = p`, written so that
+    /// every branch has an index (v12). A campaign row's email is its recipient.
+    static func addressed(to parameter: String, in table: String = "") -> String {
+        let column = { (name: String) in table.isEmpty ? name : "\(table).\(name)" }
+        let (recipient, email, campaign) = (column("recipient"), column("email"), column("campaign_id"))
+        return """
+            ((\(recipient) = \(parameter) AND \(campaign) IS NOT NULL) OR (\(recipient) = \(parameter) AND \(campaign) IS NULL) \
+            OR (\(email) = \(parameter) AND \(campaign) IS NULL AND \(email) <> \(recipient)))
+            """
     }
 
     /// The recorded attempts of one row, oldest first.
