@@ -44,27 +44,31 @@ import Testing
         inside.wait()
     }
 
-    @Test func writesArrivingDuringACommitShareTheNextAndEachIsAnsweredAfterIt() throws {
+    /// Holds a commit, starts `writers` threads running `write(1…writers)` behind it, runs `whileHeld` once they
+    /// have had 0.3 s to queue, then releases the commit and waits for every writer.
+    func queueBehindAHeldCommit(writers: Int, whileHeld: () -> Void = {}, _ write: @escaping @Sendable (Int) -> Void) {
         let release = DispatchSemaphore(value: 0)
         let group = DispatchGroup()
         holdTheCommit(release, group)
-        let answered = Locked<[Int64]>([])
-        let store = store
-        for writer in 1...10 {
-            spawn(group) {
-                let id = try? store.writeDurably { db -> Int64 in
-                    try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
-                    return db.lastInsertedRowID
-                }
-                // Answered only once the row is committed: another connection sees it.
-                let visible = try? store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE writer = ?", arguments: [writer]) }
-                if let id, visible == 1 { answered.withLock { $0.append(id) } }
-            }
-        }
-        Thread.sleep(forTimeInterval: 0.3)  // the ten queue behind the held commit
-        #expect(answered.withLock { $0 }.isEmpty)
+        for writer in 1...writers { spawn(group) { write(writer) } }
+        Thread.sleep(forTimeInterval: 0.3)
+        whileHeld()
         release.signal()
         group.wait()
+    }
+
+    @Test func writesArrivingDuringACommitShareTheNextAndEachIsAnsweredAfterIt() throws {
+        let answered = Locked<[Int64]>([])
+        let store = store
+        queueBehindAHeldCommit(writers: 10, whileHeld: { #expect(answered.withLock { $0 }.isEmpty) }) { writer in
+            let id = try? store.writeDurably { db -> Int64 in
+                try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
+                return db.lastInsertedRowID
+            }
+            // Answered only once the row is committed: another connection sees it.
+            let visible = try? store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE writer = ?", arguments: [writer]) }
+            if let id, visible == 1 { answered.withLock { $0.append(id) } }
+        }
         #expect(answered.withLock { $0 }.count == 10)
         #expect(Set(answered.withLock { $0 }).count == 10)
         #expect(commits.withLock { $0 } == 2)
@@ -72,26 +76,18 @@ import Testing
     }
 
     @Test func aWriteThatThrowsIsRolledBackAloneAndItsCallerGetsTheError() throws {
-        let release = DispatchSemaphore(value: 0)
-        let group = DispatchGroup()
-        holdTheCommit(release, group)
         let errors = Locked<[String]>([])
         let store = store
-        for writer in 1...6 {
-            spawn(group) {
-                do {
-                    try store.writeDurably { db in
-                        try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
-                        if writer % 2 == 0 { throw HeraldError(.emailExists, "writer \(writer)") }
-                    }
-                } catch {
-                    errors.withLock { $0.append("\(error)") }
+        queueBehindAHeldCommit(writers: 6) { writer in
+            do {
+                try store.writeDurably { db in
+                    try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
+                    if writer % 2 == 0 { throw HeraldError(.emailExists, "writer \(writer)") }
                 }
+            } catch {
+                errors.withLock { $0.append("\(error)") }
             }
         }
-        Thread.sleep(forTimeInterval: 0.3)
-        release.signal()
-        group.wait()
         #expect(commits.withLock { $0 } == 2)
         #expect(errors.withLock { $0 }.count == 3)
         #expect(errors.withLock { $0 }.allSatisfy { $0.contains("EMAIL_EXISTS") })

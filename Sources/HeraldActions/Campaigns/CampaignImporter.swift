@@ -272,18 +272,15 @@ final class CampaignImporter {
         if !rows.isEmpty {
             let refused = try refusals(rows.map(\.email))
             if !refused.isEmpty {
-                var kept = 0
+                var kept: [Int] = []
                 for index in rows.indices {
                     if let refusal = refused[rows[index].email] {
                         rejected.append((rows[index].line ?? 0, refusal.code.rawValue, sources[index]))
                     } else {
-                        rows.swapAt(kept, index)
-                        sources.swapAt(kept, index)
-                        kept += 1
+                        kept.append(index)
                     }
                 }
-                rows.removeSubrange(kept...)
-                sources.removeSubrange(kept...)
+                (rows, sources) = (kept.map { rows[$0] }, kept.map { sources[$0] })
             }
         }
         guard !rows.isEmpty || !rejected.isEmpty else { return }

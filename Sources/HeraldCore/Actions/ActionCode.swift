@@ -106,14 +106,15 @@ public enum MessageID {
         Maker(domain: domain).next()
     }
 
+    /// `<{prefix}.`: the same for every Message-ID of the process.
+    private static let head = Array("<\(prefix).".utf8)
+
     /// Message-IDs for one domain, with the parts that do not change formatted once (an import makes a
     /// million of them on its writer thread).
     public struct Maker: Sendable {
-        private let head: [UInt8]
         private let tail: [UInt8]
 
         public init(domain: String) {
-            head = Array("<\(prefix).".utf8)
             tail = Array(".herald@\(domain)>".utf8)
         }
 

@@ -63,9 +63,12 @@ final class GroupCommit: @unchecked Sendable {
                 try db.inTransaction(.immediate) {
                     for write in batch {
                         do {
-                            try db.inSavepoint {
-                                try write.body(db)
-                                return .commit
+                            // A busy, full or read-only ledger reads as UNAVAILABLE, as for a write of its own.
+                            try LedgerPool.translating {
+                                try db.inSavepoint {
+                                    try write.body(db)
+                                    return .commit
+                                }
                             }
                         } catch {
                             write.error = error
@@ -75,17 +78,8 @@ final class GroupCommit: @unchecked Sendable {
                 }
             }
         } catch {
-            // Nothing of the batch was written: every caller hears why.
+            // Nothing of the batch was written (the pool translated the error): every caller hears why.
             for write in batch where write.error == nil { write.error = error }
-        }
-        // A busy, full or read-only ledger reads as UNAVAILABLE, as it does for a write of its own.
-        for write in batch {
-            guard let error = write.error else { continue }
-            do {
-                try LedgerPool.translating { () throws -> Void in throw error }
-            } catch {
-                write.error = error
-            }
         }
     }
 }

@@ -123,24 +123,27 @@ extension SQLiteStore {
         let interval = schedule.interval * 1000
         let due = { (position: Int64) in start + Int64((Double(position) * interval).rounded()) }
         let messageIDs = MessageID.Maker(domain: messageDomain)
+        guard !recipients.isEmpty else { return [] }
         let outcomes = try writeDurably { db -> [CampaignAddOutcome] in
+            /// The INSERT of `rows` rows, with the values every row shares bound.
+            func prepared(_ rows: Int) throws -> BoundStatement {
+                let insert = try BoundStatement(db, sql: rows == Self.recipientsPerInsert ? Self.insertChunk : Self.insertRecipients(rows))
+                insert.bind(1, campaign.kind.rawValue)
+                insert.bind(2, settingsJSON)
+                insert.bind(3, now.milliseconds)
+                insert.bind(4, campaign.id)
+                insert.bind(5, campaign.linkLifetime)
+                return insert
+            }
             var outcomes: [CampaignAddOutcome] = []
             outcomes.reserveCapacity(recipients.count)
             var lastID = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
-            var insert: BoundStatement?
+            var insert = try prepared(min(recipients.count, Self.recipientsPerInsert))
             var chunkStart = recipients.startIndex
             while chunkStart < recipients.endIndex {
                 let chunk = recipients[chunkStart..<min(chunkStart + Self.recipientsPerInsert, recipients.endIndex)]
                 chunkStart = chunk.endIndex
-                if insert == nil || chunk.count < Self.recipientsPerInsert {
-                    insert = try BoundStatement(db, sql: Self.insertRecipients(chunk.count))
-                    insert?.bind(1, campaign.kind.rawValue)
-                    insert?.bind(2, settingsJSON)
-                    insert?.bind(3, now.milliseconds)
-                    insert?.bind(4, campaign.id)
-                    insert?.bind(5, campaign.linkLifetime)
-                }
-                guard let insert else { break }
+                if chunk.count < Self.recipientsPerInsert { insert = try prepared(chunk.count) }  // the last chunk
                 var parameter: Int32 = 6
                 var chunkPosition = position
                 for recipient in chunk {
@@ -200,6 +203,8 @@ extension SQLiteStore {
 
     /// Values bound per row: address, locale, display name, message id, due time, variables, source line.
     private static let valuesPerRecipient: Int32 = 7
+
+    private static let insertChunk = insertRecipients(recipientsPerInsert)
 
     /// `INSERT OR IGNORE` of `rows` campaign rows with numbered parameters: the five every row shares
     /// (?1 action, ?2 settings, ?3 now, ?4 campaign, ?5 link lifetime), then ``valuesPerRecipient`` per row.

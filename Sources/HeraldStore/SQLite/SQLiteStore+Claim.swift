@@ -68,13 +68,6 @@ extension SQLiteStore {
         LIMIT :limit
         """
 
-    /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
-    ///
-    /// Each connection sends its rows in claim order and leaves at most two unrecorded (one being
-    /// recorded, one being sent: `ClaimPolicy.unrecordedPerConnection`), so only the first two rows of
-    /// each connection may have been started: they get an `interrupted` attempt and go back to the queue (or die when out of
-    /// attempts). The others were never started: they go back with their attempt given back and
-    /// their code voided, as a graceful stop would have left them.
     /// Rows in 'sending' that match `condition`, each owner's in the order it sends them; read through
     /// outbox_leased (every row in 'sending' is in it).
     static func orphanRows(_ condition: String) -> String {
@@ -84,6 +77,13 @@ extension SQLiteStore {
         """
     }
 
+    /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
+    ///
+    /// Each connection sends its rows in claim order and leaves at most two unrecorded (one being
+    /// recorded, one being sent: `ClaimPolicy.unrecordedPerConnection`), so only the first two rows of
+    /// each connection may have been started: they get an `interrupted` attempt and go back to the queue (or die when out of
+    /// attempts). The others were never started: they go back with their attempt given back and
+    /// their code voided, as a graceful stop would have left them.
     @discardableResult
     func returnOrphans(
         _ db: Database, where condition: String, _ arguments: StatementArguments, maxAttempts: Int, reason: String, at: Int64
