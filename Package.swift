@@ -45,6 +45,8 @@ let package = Package(
             name: "HeraldMail",
             dependencies: [
                 "CCurlShim", "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -164,6 +164,8 @@ def main() -> None:
     parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
     parser.add_argument("--api-rate", type=float, default=2000, help="paced sendOobCode requests/s (0 skips the API benchmark)")
     parser.add_argument("--api-seconds", type=float, default=15, help="length of each measured wrk run")
+    parser.add_argument("--dkim", choices=["off", "rsa", "both"], default="off",
+                        help="sign every message: rsa-sha256 (2048 bits), or rsa-sha256 and ed25519-sha256")
     args = parser.parse_args()
     for tool in ("smtp-sink", "smtp-source"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
@@ -179,6 +181,17 @@ def main() -> None:
         base_env = {**os.environ, "HERALD_SMTP_URL": f"smtp://127.0.0.1:{port}/herald.bench",
                     "HERALD_LOG_LEVEL": "warning", "HERALD_WORKER_BATCH_SIZE": "200",
                     "HERALD_ACCOUNTS_OWNER": "app"}  # recipients without accounts, as an app-owned deployment
+
+        if args.dkim != "off":
+            base_env["HERALD_DKIM_DOMAIN"] = "herald-demo.example"
+            for algorithm, selector, variable in (("rsa", "herald", "RSA"), ("ed25519", "herald-ed", "ED25519")):
+                if algorithm == "ed25519" and args.dkim != "both":
+                    continue
+                key = work / f"dkim-{algorithm}.pem"
+                subprocess.run([args.herald, "dkim", "keygen", "--domain", "herald-demo.example", "--selector", selector,
+                                "--algorithm", algorithm, "--out", str(key)], check=True, stdout=subprocess.DEVNULL)
+                base_env[f"HERALD_DKIM_{variable}_KEY_FILE"] = str(key)
+            base_env["HERALD_DKIM_ED25519_SELECTOR"] = "herald-ed"
 
         preview = work / "preview.eml"
         subprocess.run([args.herald, "templates", "preview", "verify-email", "--out", str(preview)],
@@ -237,7 +250,8 @@ def main() -> None:
         api_lines = bench_api(args.herald, base_env, work, args.api_rate, args.api_seconds) if args.api_rate else []
 
         print()
-        print(f"messages per run: {args.n} rendered verification emails of {size} bytes; medians of {args.runs} runs")
+        signing = {"off": "unsigned", "rsa": "DKIM rsa-sha256", "both": "DKIM rsa-sha256 + ed25519-sha256"}[args.dkim]
+        print(f"messages per run: {args.n} rendered verification emails of {size} bytes ({signing}); medians of {args.runs} runs")
         print(f"{'connections':>11} | {'smtp-source':>13} | {'herald worker':>13} | {'ratio':>5} | {'target':>6} | "
               f"{'CPU/msg':>8} | {'peak RSS':>9} | {'queueing':>12}")
         for connections, source, herald, queued, per_message, peak in table:

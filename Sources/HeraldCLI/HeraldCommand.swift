@@ -8,7 +8,7 @@ public struct HeraldCommand: AsyncParsableCommand {
         abstract: "Self-hosted email-link sign-in, verification and password-reset mail with a durable ledger.",
         subcommands: [
             MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self, ServeCommand.self,
-            AccountsCommand.self, CampaignCommand.self, AuditCommand.self, ThrottlesCommand.self, KeysCommand.self,
+            AccountsCommand.self, CampaignCommand.self, AuditCommand.self, ThrottlesCommand.self, KeysCommand.self, DKIMCommand.self,
         ]
     )
 

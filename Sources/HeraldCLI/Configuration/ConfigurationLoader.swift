@@ -80,6 +80,37 @@ struct ConfigurationParser {
         ).sorted()
     }
 
+    /// `dkim.*`: off without a domain; with one, an RSA key is required and the domain must align with `smtp.from`.
+    func parseDKIM(_ c: inout HeraldConfiguration) async throws {
+        let selector = { (text: String) in
+            text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy {
+                $0.range(of: "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", options: .regularExpression) != nil
+            } ? nil : "expected DNS labels (letters, digits, hyphens), got '\(text)'"
+        }
+        let keyFile = { (path: String) in path.isEmpty || FileManager.default.isReadableFile(atPath: path) ? nil : "cannot read '\(path)'" }
+        c.dkim.domain = try await text("dkim.domain", c.dkim.domain) {
+            $0.isEmpty || Hostname.isValid($0.lowercased()) ? nil : "'\($0)' is not a domain name"
+        }.lowercased()
+        c.dkim.selector = try await text("dkim.selector", c.dkim.selector, check: selector)
+        c.dkim.rsaKeyFile = try await text("dkim.rsaKeyFile", c.dkim.rsaKeyFile, check: keyFile)
+        c.dkim.ed25519KeyFile = try await text("dkim.ed25519KeyFile", c.dkim.ed25519KeyFile, check: keyFile)
+        c.dkim.ed25519Selector = try await text("dkim.ed25519Selector", c.dkim.ed25519Selector, check: selector)
+        guard !c.dkim.domain.isEmpty else { return }
+        if c.dkim.rsaKeyFile.isEmpty {
+            throw problem("dkim.rsaKeyFile", "is required when dkim.domain is set (`herald dkim keygen` writes one)")
+        }
+        if !c.dkim.ed25519KeyFile.isEmpty, c.dkim.ed25519Selector == c.dkim.selector {
+            throw problem("dkim.ed25519Selector", "must differ from dkim.selector: each key needs a DNS record of its own")
+        }
+        let fromDomain = try Mailbox(parsing: c.smtp.from).address.domain.lowercased()
+        if fromDomain != c.dkim.domain && !fromDomain.hasSuffix("." + c.dkim.domain) {
+            throw problem(
+                "dkim.domain",
+                "\(c.dkim.domain) does not align with smtp.from's domain \(fromDomain): DMARC passes only when the From domain is "
+                    + "dkim.domain or under it")
+        }
+    }
+
     func parse() async throws -> HeraldConfiguration {
         var c = HeraldConfiguration()
         c.project.id = try await text("project.id", c.project.id) {
@@ -178,6 +209,7 @@ struct ConfigurationParser {
         c.campaigns.unsubscribeURL = try await text("campaigns.unsubscribeUrl", c.campaigns.unsubscribeURL) {
             $0.isEmpty || URLComponents(string: $0)?.scheme == "https" ? nil : "expected an https URL"
         }
+        try await parseDKIM(&c)
         c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))
         c.server.failureGrace = try await duration("server.failureGrace", c.server.failureGrace, positive: false)
         c.server.maxConnections = try await number("server.maxConnections", c.server.maxConnections, in: 0...1_000_000)

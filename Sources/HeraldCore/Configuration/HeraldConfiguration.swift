@@ -12,6 +12,7 @@ public struct HeraldConfiguration: Sendable {
     public var server = Server()
     public var policy = Policy()
     public var campaigns = Campaigns()
+    public var dkim = DKIM()
     public var accounts = Accounts()
     public var tokens = Tokens()
     public var limits = Limits()
@@ -230,6 +231,21 @@ public struct HeraldConfiguration: Sendable {
         public var unsubscribeMailto = ""
         /// `List-Unsubscribe` https base URL on campaign mail (gets `?campaign=…&email=…`); empty for none.
         public var unsubscribeURL = ""
+        public init() {}
+    }
+
+    /// DKIM signatures on outgoing mail; off while `domain` is empty.
+    public struct DKIM: Sendable {
+        /// `d=`: the From address's domain or a parent of it (DMARC alignment).
+        public var domain = ""
+        /// `s=` of the RSA key: its record is `<selector>._domainkey.<domain>`.
+        public var selector = "herald"
+        /// PEM RSA private key (2048 bits or more) for `rsa-sha256`; required when `domain` is set.
+        public var rsaKeyFile = ""
+        /// PEM (PKCS#8) Ed25519 private key for a second signature, `ed25519-sha256` (RFC 8463); empty for none.
+        public var ed25519KeyFile = ""
+        /// `s=` of the Ed25519 key, which needs a record of its own.
+        public var ed25519Selector = "herald-ed25519"
         public init() {}
     }
 

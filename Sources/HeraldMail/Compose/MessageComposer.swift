@@ -18,6 +18,8 @@ public struct MessageComposer: Sendable {
     let replyTo: Mailbox?
     let lifetimes: [ActionKind: TimeInterval]
     let campaigns: HeraldConfiguration.Campaigns
+    /// Signs each message when `dkim.domain` is set.
+    public let dkim: DKIMSigner?
 
     public init(configuration: HeraldConfiguration, templates: TemplateLibrary) throws {
         self.templates = templates
@@ -27,6 +29,7 @@ public struct MessageComposer: Sendable {
         replyTo = configuration.smtp.replyTo.isEmpty ? nil : try Mailbox(parsing: configuration.smtp.replyTo)
         lifetimes = configuration.links.lifetime
         campaigns = configuration.campaigns
+        dkim = try DKIMSigner(configuration: configuration.dkim)
     }
 
     /// What one email needs.
@@ -82,6 +85,7 @@ public struct MessageComposer: Sendable {
         public let recipient: String
     }
 
+    /// The message's bytes, DKIM-signed when configured.
     /// - Throws: `INVALID_HEADER` if a header value would carry CR/LF, `INVALID_DISPLAY_NAME` for a bad name.
     public func compose(_ input: Input) throws -> Composed {
         let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
@@ -102,8 +106,10 @@ public struct MessageComposer: Sendable {
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
             subject: content.subject, text: content.text, html: content.html, messageID: input.messageID, date: input.date,
             extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
+        var bytes = try message.encoded()
+        if let dkim { bytes = try dkim.sign(bytes, at: input.date) }
         return Composed(
-            content: content, message: message, bytes: try message.encoded(), link: link,
+            content: content, message: message, bytes: bytes, link: link,
             envelopeFrom: from.address.value, recipient: input.recipient.value)
     }
 
