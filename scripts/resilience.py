@@ -342,7 +342,8 @@ def crashes(herald_bin: Path, report: Report, count_: int, kills: int, connectio
         capture = CaptureServer(delay=0.01)
         capture.start()
         try:
-            config = write_config(tmp, capture, smtp={"connections": connections})
+            # The accounting at its tightest: 2 unrecorded sends per connection (the default is 32).
+            config = write_config(tmp, capture, smtp={"connections": connections}, worker={"unrecordedPerConnection": 2})
             db = tmp / "herald.sqlite"
             recipients = queue_bulk(herald, config, tmp, "crash", count_)
             # Kill points spread over the first ~85 % of the queue, not evenly spaced.

@@ -5,18 +5,17 @@ import HeraldStore
 /// The one thread of a worker process that writes the ledger: it claims rows for every connection and records
 /// every connection's outcomes, many at a time.
 ///
-/// The send loop hands in outcomes as sends finish; the desk takes all that are waiting and records them in
-/// one transaction (a group commit: one WAL append for the batch). It records as soon as it is free: the
-/// outcomes that arrive during one commit share the next, so batches grow with the load without any
-/// outcome waiting for company (a 2 ms wait for company, measured, held connections back: 4,454 against
-/// about 5,500 messages/s at four connections). A connection starts a send only while fewer than
-/// `ClaimPolicy.unrecordedPerConnection` (two) of its sends are unrecorded — one being recorded, one being
-/// sent — so a crash can duplicate only those (`returnOrphans` reads the first two rows of each connection's
-/// claim as possibly started). The desk wakes the send loop (`MailDispatcher.waker`) when it has claimed or
-/// recorded what a connection was waiting for.
+/// The send loop hands in outcomes as sends finish; the desk records all that are waiting in one transaction
+/// (a group commit: one WAL append for the batch). It records when a connection cannot start its next send
+/// until it does, when a batch is full, or once the oldest outcome has waited `recordWait` (5 ms) — so under
+/// load many outcomes share a commit, and a lone send is recorded within milliseconds. A connection starts a
+/// send only while fewer than `ClaimPolicy.unrecordedPerConnection` (`worker.unrecordedPerConnection`, 32 by
+/// default) of its sends are unrecorded, so a crash can duplicate only those (`returnOrphans` reads that many
+/// first rows of each connection's claim as possibly started). The desk wakes the send loop
+/// (`MailDispatcher.waker`) when it has claimed or recorded what a connection was waiting for.
 ///
-/// Claims are made per connection (`<worker id>/<connection>` as owner, as the orphan rule needs) when the
-/// connection runs low; recording goes first, so a claim never holds a connection's outcome back for long.
+/// Claims are made per connection (`ClaimOwner`: worker id, connection and bound) when the connection runs
+/// low; recording goes first, so a claim never holds a connection's outcome back for long.
 ///
 /// `@unchecked Sendable`: every mutable field is guarded by `condition`'s lock, or touched by the desk thread only.
 final class LedgerDesk: @unchecked Sendable {
@@ -52,6 +51,10 @@ final class LedgerDesk: @unchecked Sendable {
     /// Each connection's claim owner, `<worker id>/<connection>`.
     private let owners: [String]
     private var outcomes: [Handed] = []
+    /// When the oldest outcome in `outcomes` was handed in.
+    private var oldestOutcome = Date.distantFuture
+    /// `flush` is waiting: record whatever is handed in at once.
+    private var flushing = false
     /// The send loop found a connection waiting for the desk (rows, or records); the next claim or record wakes it.
     private var sendLoopWaits = false
     /// The most outcomes recorded in one commit.
@@ -117,11 +120,11 @@ final class LedgerDesk: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Whether `connection` may start a send: every outcome it handed in but the latest is recorded, so at
-    /// most two of its sends are ever unrecorded (`wake` is called as records commit).
+    /// Whether `connection` may start a send: fewer than `unrecordedPerConnection` of its outcomes await
+    /// recording (`wake` is called as records commit).
     func mayStart(_ connection: Int) -> Bool {
         condition.withLock {
-            let may = lanes[connection].handed - lanes[connection].recorded < ClaimPolicy.unrecordedPerConnection
+            let may = lanes[connection].handed - lanes[connection].recorded < worker.policy.unrecordedPerConnection
             if !may { sendLoopWaits = true }
             return may
         }
@@ -133,9 +136,11 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !failed else { return false }
+        if outcomes.isEmpty { oldestOutcome = Date() }
         outcomes.append(Handed(connection: connection, outcome: outcome))
         lanes[connection].handed += 1
-        condition.broadcast()
+        // The desk needs waking only when this outcome may make it record now.
+        if outcomes.count == 1 || mustRecord(now: nil) { condition.broadcast() }
         return true
     }
 
@@ -146,6 +151,7 @@ final class LedgerDesk: @unchecked Sendable {
     func flush() {
         condition.lock()
         defer { condition.unlock() }
+        flushing = true
         condition.broadcast()
         while lanes.contains(where: { $0.recorded < $0.handed }) && !failed { condition.wait() }
     }
@@ -192,7 +198,7 @@ final class LedgerDesk: @unchecked Sendable {
             while true {
                 let now = Date()
                 claimFor = stop.isStopped ? nil : lanes.indices.first { lanes[$0].wants && !lanes[$0].finished && lanes[$0].nextClaim <= now }
-                recordNow = !outcomes.isEmpty
+                recordNow = mustRecord(now: now)
                 if recordNow || claimFor != nil { break }
                 if outcomes.isEmpty && lanes.allSatisfy(\.finished) {
                     condition.unlock()
@@ -200,16 +206,34 @@ final class LedgerDesk: @unchecked Sendable {
                 }
                 // The next claim that comes due (none once stopping: the connections are leaving), at most 0.2 s away.
                 let due = stop.isStopped ? nil : lanes.lazy.filter { $0.wants && !$0.finished }.map(\.nextClaim).min()
-                _ = condition.wait(until: max(now, min(due ?? .distantFuture, now.addingTimeInterval(0.2))))
+                let recordDue = oldestOutcome.addingTimeInterval(Self.recordWait)
+                _ = condition.wait(until: max(now, min(due ?? .distantFuture, recordDue, now.addingTimeInterval(0.2))))
             }
             let batch = recordNow ? Array(outcomes.prefix(Self.maxBatch)) : []
-            if recordNow { outcomes.removeFirst(batch.count) }
+            if recordNow {
+                outcomes.removeFirst(batch.count)
+                oldestOutcome = outcomes.isEmpty ? .distantFuture : Date()
+            }
             condition.unlock()
 
             // Outcomes first, then at most one claim: connections waiting on either are served in turn.
             if !batch.isEmpty { try record(batch) }
             if let connection = claimFor { try claim(for: connection) }
         }
+    }
+
+    /// How long an outcome may wait for others to share its commit, while no connection waits for it.
+    static let recordWait: TimeInterval = 0.005
+
+    /// Whether the outcomes waiting should be recorded now (under the lock): a connection cannot start its next
+    /// send until they are, a batch is full, the oldest has waited `recordWait`, or the desk is finishing.
+    /// `now` nil: only the conditions that do not depend on time.
+    private func mustRecord(now: Date?) -> Bool {
+        guard !outcomes.isEmpty else { return false }
+        if flushing || stop.isStopped || outcomes.count >= Self.maxBatch { return true }
+        if lanes.contains(where: { $0.handed - $0.recorded >= worker.policy.unrecordedPerConnection }) { return true }
+        guard let now else { return false }
+        return now >= oldestOutcome.addingTimeInterval(Self.recordWait)
     }
 
     /// Records a batch of outcomes in one transaction, then tells each connection how far it is recorded.

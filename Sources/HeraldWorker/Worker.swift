@@ -99,7 +99,9 @@ public struct Worker: Sendable {
                     results.fail(error)
                     return
                 }
-                let owners = (0..<count).map { "\(housekeeper.me.id)/\($0)" }
+                let owners = (0..<count).map {
+                    ClaimOwner.name(worker: housekeeper.me.id, connection: $0, unrecorded: policy.unrecordedPerConnection)
+                }
                 let desk = LedgerDesk(
                     worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop, wake: dispatcher.waker)
                 group.enter()
@@ -159,8 +161,8 @@ public struct Worker: Sendable {
 
     /// The send loop, on one thread for every connection: each idle connection takes its next row, the row is
     /// rendered and its send started; then one poll waits for replies on every connection at once, and each
-    /// finished send goes to the desk. A connection starts a send only once its earlier outcomes but the last
-    /// are recorded, so at most two of its sends are ever unrecorded.
+    /// finished send goes to the desk. A connection starts a send only while fewer than
+    /// `worker.unrecordedPerConnection` of its outcomes await recording.
     private func sendLoop(_ context: SendLoop, _ dispatcher: any MailDispatcher) throws -> WorkerSummary {
         let stop = context.stop
         let desk = context.desk

@@ -94,4 +94,36 @@ import Testing
             }
         }
     }
+
+    /// The pre-encoded bodies decode to exactly the rendered text, with lines of at most 76 octets and no line
+    /// starting with a dot, whatever the variables hold (a long link, "=", spaces at the ends, a leading dot).
+    @Test func preEncodedBodiesDecodeToTheRenderedText() throws {
+        let library = try TemplateLibrary(
+            directory: CaptureSMTPServer.repositoryRoot.appendingPathComponent("templates").path, defaultLocale: LocaleTag("en"))
+        let long = "https://demo.firebaseapp.com/__/auth/action?apiKey=k&mode=signIn&oobCode=" + String(repeating: "Ab9-_", count: 30)
+        let variables = [
+            "link": long + "&continueUrl=https%3A%2F%2Fa.example%2F%3Fx%3D1&lang=en", "email": ".dot= start@example.com",
+            "newEmail": "new@example.com", "displayName": " Zoë =\tŁukasz ", "appName": "Herald & Co", "expiresIn": "6 hours",
+            "expiresInHours": "6", "requestedAt": "2026-11-22 07:32 UTC",
+        ]
+        var encodedSome = false
+        for kind in ActionKind.allCases {
+            for locale in ["en", "de", "pl", "id", "fa"] {
+                let entry = library.compiled(kind, locale: try LocaleTag(locale), names: variables.keys.sorted())
+                let rendered = entry.render(variables)
+                for (encoded, text) in [(entry.encodedHTML, rendered.html), (entry.encodedText, rendered.text)] {
+                    guard let encoded else { continue }
+                    encodedSome = true
+                    var out: [UInt8] = []
+                    encoded.render(variables, into: &out)
+                    let lines = String(decoding: out, as: UTF8.self).components(separatedBy: "\r\n")
+                    #expect(lines.allSatisfy { $0.utf8.count <= 76 && !$0.hasPrefix(".") }, "\(kind) \(locale)")
+                    let decoded = MailMessageTests.decodeQuotedPrintable(String(decoding: out, as: UTF8.self))
+                    let expected = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+                    #expect(decoded == expected + "\r\n", "\(kind) \(locale)")
+                }
+            }
+        }
+        #expect(encodedSome)
+    }
 }

@@ -224,7 +224,16 @@ import Testing
         #expect(row.lastReply?.hasPrefix("expired: undelivered for longer than worker.maxQueueLifetime (last reply: curl error 7") == true)
     }
 
+    /// Owners from before `worker.unrecordedPerConnection` (`<worker>/<connection>`) had a bound of two.
     @Test func aDeadWorkersRowsComeBackAndOnlyTwoPerConnectionAreCharged() async throws {
+        try await deadWorkersRowsComeBack(owner: "deadbeef/0", charged: 2)
+    }
+
+    @Test func aDeadWorkersRowsComeBackAndOnlyItsBoundPerConnectionIsCharged() async throws {
+        try await deadWorkersRowsComeBack(owner: ClaimOwner.name(worker: "deadbeef", connection: 0, unrecorded: 4), charged: 4)
+    }
+
+    private func deadWorkersRowsComeBack(owner: String, charged: Int) async throws {
         for n in 0..<6 { try fixture.enqueue(.verifyEmail, "u\(n)@example.com") }
         // A worker "on this host" whose process is gone, holding every row on one connection.
         let gone = Process()
@@ -234,7 +243,7 @@ import Testing
         let now = Date()
         try fixture.store.register(
             WorkerProcess(id: "deadbeef", host: WorkerHost.identity, pid: gone.processIdentifier, startedAt: now, heartbeatAt: now))
-        let claimed = try fixture.store.claim(ClaimPolicy(HeraldConfiguration()), owner: "deadbeef/0", now: now)
+        let claimed = try fixture.store.claim(ClaimPolicy(HeraldConfiguration()), owner: owner, now: now)
         #expect(claimed.count == 6)
 
         let server = ScriptedMailServer()
@@ -245,7 +254,7 @@ import Testing
         let rows = try fixture.store.messages()
         #expect(rows.allSatisfy { $0.state == .sent })
         let interrupted = try rows.filter { try fixture.store.attempts(outboxID: $0.id).contains { $0.outcome == "interrupted" } }
-        #expect(interrupted.map(\.id) == Array(claimed.prefix(2)).map(\.message.id))
+        #expect(interrupted.map(\.id) == Array(claimed.prefix(charged)).map(\.message.id))
         #expect(interrupted.allSatisfy { $0.attempts == 2 })
         #expect(rows.filter { !interrupted.map(\.id).contains($0.id) }.allSatisfy { $0.attempts == 1 })
         #expect(try fixture.store.liveWorkers().isEmpty)

@@ -1,11 +1,12 @@
 """Crash bounds (issue #9): what a SIGKILLed worker may cost, and how fast its rows come back.
 
 Per SMTP connection the worker has a sending thread, and one ledger desk claims and records for all of
-them (group commits); at most two sends per connection are unrecorded at any moment (one being recorded, one being sent), so a
-SIGKILL can duplicate at most 2 x connections messages. Workers register with a heartbeat; rows
+them (group commits); at most worker.unrecordedPerConnection sends per connection are unrecorded at any moment, so a
+SIGKILL can duplicate at most that many x connections messages. These tests set the bound to 2 (one being recorded,
+one being sent) to check the accounting at its tightest; the default, 32, follows the same rule. Workers register with a heartbeat; rows
 held by a dead worker (its PID gone on this host, or its heartbeat older than
 worker.heartbeatTimeout) return to the queue at the next claim by any worker - within seconds,
-not after the 5-minute lease - and only the rows that may have been started (at most 2 per
+not after the 5-minute lease - and only the rows that may have been started (at most the bound per
 connection) are charged an `interrupted` attempt; rows never started return with their attempt
 count unchanged and no attempt row. A worker that finds rows held by a live worker waits for
 them and says so.
@@ -21,7 +22,9 @@ import time
 from helpers import by_recipient, duplicates_by_crash, kill_when_received, query, wait_until, write_config
 
 CONNECTIONS = 2
-IN_FLIGHT = 2 * CONNECTIONS  # unrecorded sends a SIGKILL may catch: per connection one recording, one sending
+UNRECORDED = 2  # worker.unrecordedPerConnection: per connection one recording, one sending
+IN_FLIGHT = UNRECORDED * CONNECTIONS  # unrecorded sends a SIGKILL may catch
+WORKER = {"unrecordedPerConnection": UNRECORDED}
 
 
 def queue_many(herald, config, count: int, prefix: str) -> list:
@@ -60,7 +63,7 @@ def test_worst_moment_kills_duplicate_at_most_two_sends_per_connection(herald, s
     # A slow DATA reply keeps one send in flight on each connection while the previous outcome
     # is being recorded: the worst moment for a SIGKILL.
     capture = start_capture(delay=0.2)
-    config = write_config(tmp_path, capture, smtp={"connections": CONNECTIONS})
+    config = write_config(tmp_path, capture, smtp={"connections": CONNECTIONS}, worker=WORKER)
     recipients = queue_many(herald, config, 60, "worst")
 
     boundaries = []  # received_count once each killed worker's connections had settled
@@ -108,8 +111,8 @@ def test_worst_moment_kills_duplicate_at_most_two_sends_per_connection(herald, s
 def test_a_killed_workers_rows_return_within_seconds_not_after_the_lease(herald, start_capture, tmp_path, db):
     slow = start_capture(delay=0.3)
     fast = start_capture()
-    config = write_config(tmp_path, slow, smtp={"connections": CONNECTIONS})  # worker.lease: 5m
-    fast_config = write_config(tmp_path, fast, name="fast.yaml", smtp={"connections": CONNECTIONS})
+    config = write_config(tmp_path, slow, smtp={"connections": CONNECTIONS}, worker=WORKER)  # worker.lease: 5m
+    fast_config = write_config(tmp_path, fast, name="fast.yaml", smtp={"connections": CONNECTIONS}, worker=WORKER)
     recipients = queue_many(herald, config, 30, "orphan")
 
     worker = herald.start("worker", config=config, name="worker")

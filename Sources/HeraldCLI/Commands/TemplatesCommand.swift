@@ -27,23 +27,24 @@ struct PreviewCommand: AsyncParsableCommand {
             let runtime = try await Runtime.load(global)
             let composer = try runtime.composer()
             let domain = runtime.configuration.links.authorizedDomains.first ?? "localhost"
-            let composed = try composer.compose(
-                MessageComposer.Input(
-                    kind: kind, email: try EmailAddress("ada@example.com"),
-                    newEmail: kind == .verifyAndChangeEmail ? try EmailAddress("ada.lovelace@example.com") : nil,
-                    displayName: "Ada Lovelace", locale: try locale.map { try LocaleTag($0) } ?? runtime.configuration.links.defaultLocale,
-                    settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
-                    code: "PREVIEW-ONLY-NOT-A-VALID-CODE", messageID: "<preview.herald@\(composer.from.address.domain)>",
-                    requestedAt: Date(), date: Date()))
+            let input = MessageComposer.Input(
+                kind: kind, email: try EmailAddress("ada@example.com"),
+                newEmail: kind == .verifyAndChangeEmail ? try EmailAddress("ada.lovelace@example.com") : nil,
+                displayName: "Ada Lovelace", locale: try locale.map { try LocaleTag($0) } ?? runtime.configuration.links.defaultLocale,
+                settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
+                code: "PREVIEW-ONLY-NOT-A-VALID-CODE", messageID: "<preview.herald@\(composer.from.address.domain)>",
+                requestedAt: Date(), date: Date())
+            let composed = try composer.compose(input)
             guard let out else {
                 FileHandle.standardOutput.write(Data(composed.bytes))
                 return
             }
-            let bytes = out.lowercased().hasSuffix(".html") ? Array(composed.content.html.utf8) : composed.bytes
+            let content = composer.content(input)
+            let bytes = out.lowercased().hasSuffix(".html") ? Array(content.html.utf8) : composed.bytes
             guard FileManager.default.createFile(atPath: out, contents: Data(bytes)) else {
                 throw HeraldError(.argumentError, "cannot write \(out)")
             }
-            print("wrote \(out) (\(composed.content.locale) templates, subject: \(composed.content.subject))")
+            print("wrote \(out) (\(content.locale) templates, subject: \(content.subject))")
         }
     }
 }

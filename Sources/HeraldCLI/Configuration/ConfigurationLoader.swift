@@ -167,6 +167,8 @@ struct ConfigurationParser {
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }
 
         c.worker.batchSize = try await number("worker.batchSize", c.worker.batchSize, in: 1...10_000)
+        c.worker.unrecordedPerConnection = try await number(
+            "worker.unrecordedPerConnection", c.worker.unrecordedPerConnection, in: 1...1000)
         c.worker.maxAttempts = try await number("worker.maxAttempts", c.worker.maxAttempts, in: 1...100)
         c.worker.backoffBase = try await duration("worker.backoffBase", c.worker.backoffBase, positive: true)
         c.worker.backoffCap = try await duration("worker.backoffCap", c.worker.backoffCap, positive: true)

@@ -272,6 +272,9 @@ public struct HeraldConfiguration: Sendable {
     /// The dispatch loop.
     public struct Worker: Sendable {
         public var batchSize = 50
+        /// How many of a connection's sends may await recording at once: the most a crash can send twice per
+        /// connection. More lets outcomes share a commit (one WAL append for many), fewer bounds duplicates tighter.
+        public var unrecordedPerConnection = 32
         public var maxAttempts = 8
         public var backoffBase: TimeInterval = 30
         public var backoffCap: TimeInterval = 3600

@@ -75,10 +75,8 @@ public struct MessageComposer: Sendable {
         public var recipient: EmailAddress { kind.recipient(email: email, newEmail: newEmail) }
     }
 
-    /// The rendered message, its bytes and its envelope.
+    /// The message's bytes and its envelope.
     public struct Composed: Sendable {
-        public let content: RenderedContent
-        public let message: MailMessage
         public let bytes: [UInt8]
         public let link: String
         public let envelopeFrom: String
@@ -86,9 +84,38 @@ public struct MessageComposer: Sendable {
     }
 
     /// The message's bytes, DKIM-signed when configured.
+    ///
+    /// Bodies whose templates are mostly ASCII are written from pre-encoded parts (`EncodedTemplate`): only
+    /// the variables are encoded per message.
     /// - Throws: `INVALID_HEADER` if a header value would carry CR/LF, `INVALID_DISPLAY_NAME` for a bad name.
     public func compose(_ input: Input) throws -> Composed {
         let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
+        let variables = variables(input, link: link)
+        let templates = templates.compiled(input.kind, locale: input.locale, names: variables.keys.sorted())
+        let message = MailMessage(
+            from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
+            subject: templates.subject.render(variables), text: "", html: "", messageID: input.messageID, date: input.date,
+            extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
+        func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> (inout [UInt8]) -> BodyEncoding {
+            { out in
+                guard let encoded else { return BodyEncoding.encode(compiled.render(variables), into: &out) }
+                encoded.render(variables, into: &out)
+                return .quotedPrintable
+            }
+        }
+        var bytes = try message.encoded(text: body(templates.text, templates.encodedText), html: body(templates.html, templates.encodedHTML))
+        if let dkim { bytes = try dkim.sign(bytes, at: input.date) }
+        return Composed(bytes: bytes, link: link, envelopeFrom: from.address.value, recipient: input.recipient.value)
+    }
+
+    /// The subject and bodies `compose` writes for `input` (previews).
+    public func content(_ input: Input) -> RenderedContent {
+        let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
+        return templates.render(input.kind, locale: input.locale, variables: variables(input, link: link))
+    }
+
+    /// The template variables of one message: the caller's (campaign columns), overridden by the built-in ones.
+    private func variables(_ input: Input, link: String) -> [String: String] {
         let lifetime = input.lifetime ?? lifetimes[input.kind] ?? 3600
         var variables: [String: String] = input.variables
         variables.merge([
@@ -101,16 +128,7 @@ public struct MessageComposer: Sendable {
         ]) { _, builtIn in builtIn }
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
-        let content = templates.render(input.kind, locale: input.locale, variables: variables)
-        let message = MailMessage(
-            from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
-            subject: content.subject, text: content.text, html: content.html, messageID: input.messageID, date: input.date,
-            extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
-        var bytes = try message.encoded()
-        if let dkim { bytes = try dkim.sign(bytes, at: input.date) }
-        return Composed(
-            content: content, message: message, bytes: bytes, link: link,
-            envelopeFrom: from.address.value, recipient: input.recipient.value)
+        return variables
     }
 
     /// RFC 2369 / RFC 8058 headers for campaign mail; none when no unsubscribe target is configured.

@@ -40,6 +40,12 @@ public struct MailMessage: Sendable {
     ///
     /// - Throws: `INVALID_HEADER` when a header value contains CR, LF or another control character.
     public func encoded() throws -> [UInt8] {
+        try encoded(text: { BodyEncoding.encode(text, into: &$0) }, html: { BodyEncoding.encode(html, into: &$0) })
+    }
+
+    /// The message with bodies written by `text` and `html` in place of the `text` and `html` properties:
+    /// each appends its body, transfer-encoded, and returns the encoding it used.
+    func encoded(text: (inout [UInt8]) -> BodyEncoding, html: (inout [UInt8]) -> BodyEncoding) throws -> [UInt8] {
         try HeaderEncoding.checkValue(subject, header: "Subject")
         try HeaderEncoding.checkValue(messageID, header: "Message-ID")
         for header in extraHeaders {
@@ -48,7 +54,7 @@ public struct MailMessage: Sendable {
         }
         let boundary = "=_herald_" + Self.boundaryToken(messageID)
         var out = [UInt8]()
-        out.reserveCapacity(text.utf8.count * 2 + html.utf8.count * 2 + 1024)
+        out.reserveCapacity(self.text.utf8.count * 2 + self.html.utf8.count * 2 + 8192)
         func header(_ name: String, _ value: String) {
             out.append(contentsOf: name.utf8)
             out.append(contentsOf: ": ".utf8)
@@ -66,14 +72,18 @@ public struct MailMessage: Sendable {
         for extra in extraHeaders { header(extra.name, extra.value) }
         header("Content-Type", "multipart/alternative; boundary=\"\(boundary)\"")
         out.append(contentsOf: [13, 10])
-        for (type, body) in [("text/plain", text), ("text/html", html)] {
-            let encoding = BodyEncoding.choose(for: body)
+        func part(_ type: String, _ body: (inout [UInt8]) -> BodyEncoding) {
             out.append(contentsOf: "--\(boundary)\r\n".utf8)
             header("Content-Type", "\(type); charset=utf-8")
+            // The encoding is known once the body is written: write it, then put its header in front of it.
+            var encodedBody: [UInt8] = []
+            let encoding = body(&encodedBody)
             header("Content-Transfer-Encoding", encoding.rawValue)
             out.append(contentsOf: [13, 10])
-            encoding.encode(body, into: &out)
+            out.append(contentsOf: encodedBody)
         }
+        part("text/plain", text)
+        part("text/html", html)
         out.append(contentsOf: "--\(boundary)--\r\n".utf8)
         return out
     }

@@ -88,9 +88,26 @@ final class TemplateCache: Sendable {
     }
 
     struct Entry: Sendable {
+        let locale: LocaleTag
         let subject: CompiledTemplate
         let html: CompiledTemplate
         let text: CompiledTemplate
+        /// The bodies with their literal text pre-encoded; nil for a body sent as base64.
+        let encodedHTML: EncodedTemplate?
+        let encodedText: EncodedTemplate?
+
+        init(locale: LocaleTag, subject: CompiledTemplate, html: CompiledTemplate, text: CompiledTemplate) {
+            self.locale = locale
+            self.subject = subject
+            self.html = html
+            self.text = text
+            encodedHTML = EncodedTemplate(html)
+            encodedText = EncodedTemplate(text)
+        }
+
+        func render(_ variables: [String: String]) -> RenderedContent {
+            RenderedContent(locale: locale, subject: subject.render(variables), html: html.render(variables), text: text.render(variables))
+        }
     }
 
     private let entries = Mutex<[Key: Entry]>([:])

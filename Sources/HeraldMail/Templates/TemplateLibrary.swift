@@ -67,19 +67,19 @@ public struct TemplateLibrary: Sendable {
     /// Each (action, locale, set of variable names) is rendered through Mustache once and then
     /// reused as literal text with slots (see `CompiledTemplate`), so the send path only concatenates.
     public func render(_ kind: ActionKind, locale requested: LocaleTag, variables: [String: String]) -> RenderedContent {
+        compiled(kind, locale: requested, names: variables.keys.sorted()).render(variables)
+    }
+
+    /// The compiled templates serving `kind` in `requested` for a set of variable names (sorted), compiled on first use.
+    func compiled(_ kind: ActionKind, locale requested: LocaleTag, names: [String]) -> TemplateCache.Entry {
         let locale = resolve(kind, requested)
-        let names = variables.keys.sorted()
-        let entry = cache.entry(TemplateCache.Key(kind: kind.rawValue, locale: locale.value, names: names)) {
+        return cache.entry(TemplateCache.Key(kind: kind.rawValue, locale: locale.value, names: names)) {
             let markers = Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, CompiledTemplate.marker($0)) })
             let content = renderThroughMustache(kind, locale: locale, variables: markers)
             return TemplateCache.Entry(
-                subject: CompiledTemplate(rendered: content.subject, names: names),
-                html: CompiledTemplate(rendered: content.html, names: names),
-                text: CompiledTemplate(rendered: content.text, names: names))
+                locale: locale, subject: CompiledTemplate(rendered: content.subject, names: names),
+                html: CompiledTemplate(rendered: content.html, names: names), text: CompiledTemplate(rendered: content.text, names: names))
         }
-        return RenderedContent(
-            locale: locale, subject: entry.subject.render(variables), html: entry.html.render(variables),
-            text: entry.text.render(variables))
     }
 
     /// Renders with Mustache directly; the subject is trimmed to one line and fed to the layout.

@@ -13,13 +13,16 @@ public struct ClaimPolicy: Sendable {
     /// Code lifetime per action, counted from when the email is sent.
     public var lifetimes: [ActionKind: TimeInterval]
 
-    /// How many of a connection's sends may be unrecorded at once: the most a crash can send twice per
-    /// connection. A connection starts a send only while fewer of its earlier sends await recording, so a
-    /// dead worker's first rows per connection, this many, are the only ones that may have been started.
-    public static let unrecordedPerConnection = 2
+    /// How many of a connection's sends may be unrecorded at once (`worker.unrecordedPerConnection`): the most
+    /// a crash can send twice per connection. A connection starts a send only while fewer of its earlier sends
+    /// await recording, so a dead worker's first rows per connection, this many, are the only ones that may
+    /// have been started. Each claim owner names its bound (`ClaimOwner`), so whoever returns a dead worker's
+    /// rows applies that worker's bound.
+    public var unrecordedPerConnection: Int
 
     public init(_ configuration: HeraldConfiguration) {
         limit = configuration.worker.batchSize
+        unrecordedPerConnection = configuration.worker.unrecordedPerConnection
         lease = configuration.worker.lease
         maxAttempts = configuration.worker.maxAttempts
         maxQueueWait = configuration.worker.maxQueueWait
@@ -38,4 +41,18 @@ public struct ClaimedMessage: Sendable {
     public let code: ActionCode
     let codeID: Int64
     public let claimedAt: Date
+}
+
+/// The owner a claim names: `<worker id>/<connection>:<unrecorded bound>`.
+///
+/// The bound travels with the rows, so returning a dead worker's rows needs nothing but them. Owners written
+/// before the bound was configurable (`<worker id>/<connection>`) had a bound of two.
+public enum ClaimOwner {
+    public static func name(worker: String, connection: Int, unrecorded: Int) -> String { "\(worker)/\(connection):\(unrecorded)" }
+
+    /// The unrecorded bound an owner names.
+    static func unrecorded(_ owner: String?) -> Int {
+        guard let owner, let colon = owner.lastIndex(of: ":"), let bound = Int(owner[owner.index(after: colon)...]) else { return 2 }
+        return bound
+    }
 }

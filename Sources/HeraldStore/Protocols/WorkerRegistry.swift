@@ -33,8 +33,8 @@ public protocol WorkerRegistry: Sendable {
     /// Workers that have not stopped.
     func liveWorkers() throws -> [WorkerProcess]
 
-    /// Marks `id` dead and returns its claimed rows to the queue: the (at most two per connection)
-    /// that may have been started get an `interrupted` attempt, the rest go back uncharged.
+    /// Marks `id` dead and returns its claimed rows to the queue: those that may have been started (at most
+    /// `worker.unrecordedPerConnection` per connection) get an `interrupted` attempt, the rest go back uncharged.
     /// - Returns: how many rows were interrupted and how many given back.
     @discardableResult
     func returnOrphans(ofWorker id: String, reason: String, maxAttempts: Int, now: Date) throws -> (interrupted: Int, returned: Int)

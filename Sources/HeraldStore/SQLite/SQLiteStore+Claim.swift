@@ -79,8 +79,8 @@ extension SQLiteStore {
 
     /// Returns rows left in `sending` by a worker that is gone (those matching `condition`).
     ///
-    /// Each connection sends its rows in claim order and leaves at most two unrecorded (one being
-    /// recorded, one being sent: `ClaimPolicy.unrecordedPerConnection`), so only the first two rows of
+    /// Each connection sends its rows in claim order and leaves at most its owner's bound unrecorded
+    /// (`ClaimPolicy.unrecordedPerConnection`, named in the owner: `ClaimOwner`), so only that many first rows of
     /// each connection may have been started: they get an `interrupted` attempt and go back to the queue (or die when out of
     /// attempts). The others were never started: they go back with their attempt given back and
     /// their code voided, as a graceful stop would have left them.
@@ -100,7 +100,7 @@ extension SQLiteStore {
                 rank = 0
             }
             rank += 1
-            if rank <= ClaimPolicy.unrecordedPerConnection { started.append(row["id"]) } else { unstarted.append(row["id"]) }
+            if rank <= ClaimOwner.unrecorded(claimedBy) { started.append(row["id"]) } else { unstarted.append(row["id"]) }
         }
         let interrupt = """
                 INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_text)

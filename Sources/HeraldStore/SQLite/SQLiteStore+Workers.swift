@@ -42,13 +42,13 @@ extension SQLiteStore {
         let at = now.milliseconds
         return try pool.write { db in
             try db.execute(sql: "UPDATE workers SET stopped_at = ? WHERE id = ? AND stopped_at IS NULL", arguments: [at, id])
-            // Owners are '<id>/<connection>': the range ['<id>/', '<id>0') holds exactly them ('0' follows '/').
+            // Owners are '<id>/<connection>:<bound>': the range ['<id>/', '<id>0') holds exactly them ('0' follows '/').
             return try returnOrphans(
                 db, where: Self.ownedBy, ["first": id + "/", "last": id + "0"],
                 maxAttempts: maxAttempts, reason: reason, at: at)
         }
     }
 
-    /// The condition on a worker's claim owners, `<id>/<connection>`: bound `first` to `<id>/`, `last` to `<id>0`.
+    /// The condition on a worker's claim owners, `<id>/<connection>:<bound>`: bound `first` to `<id>/`, `last` to `<id>0`.
     static let ownedBy = "claimed_by >= :first AND claimed_by < :last"
 }

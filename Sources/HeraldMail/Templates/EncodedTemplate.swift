@@ -1,0 +1,50 @@
+/// A compiled body with its literal text already quoted-printable encoded, so a message's body is its
+/// pre-encoded parts with only the variables encoded per message.
+///
+/// Quoted-printable's line breaks depend on the column, which depends on the variables before it. So each
+/// part is encoded as if it started a line and, unless it ended one, is followed by a soft line break
+/// (`=` CRLF, which decodes to nothing): the decoded body is exactly the rendered template's text.
+struct EncodedTemplate: Sendable {
+    enum Part: Sendable {
+        case encoded([UInt8])
+        case variable(name: String, htmlEscaped: Bool)
+    }
+
+    let parts: [Part]
+
+    /// Nil when the template's text is mostly not ASCII: such bodies are sent as base64, encoded whole.
+    init?(_ template: CompiledTemplate) {
+        var literalText = ""
+        for case .literal(let text) in template.segments { literalText += text }
+        guard BodyEncoding.choose(for: literalText) == .quotedPrintable else { return nil }
+        var parts: [Part] = []
+        for (index, segment) in template.segments.enumerated() {
+            switch segment {
+            case .literal(var text):
+                var encoded: [UInt8] = []
+                let column = text.withUTF8 { BodyEncoding.quotedPrintable($0, into: &encoded) }
+                if column != 0 && index + 1 < template.segments.count { encoded += BodyEncoding.softBreak }
+                parts.append(.encoded(encoded))
+            case .variable(let name, let htmlEscaped):
+                parts.append(.variable(name: name, htmlEscaped: htmlEscaped))
+            }
+        }
+        self.parts = parts
+    }
+
+    /// Appends the body, quoted-printable encoded, ending with CRLF as `BodyEncoding.quotedPrintable` does.
+    func render(_ variables: [String: String], into out: inout [UInt8]) {
+        for (index, part) in parts.enumerated() {
+            switch part {
+            case .encoded(let bytes):
+                out += bytes
+            case .variable(let name, let htmlEscaped):
+                let value = variables[name] ?? ""
+                var text = htmlEscaped ? CompiledTemplate.escapeHTML(value) : value
+                let column = text.withUTF8 { BodyEncoding.quotedPrintable($0, into: &out) }
+                if column != 0 && index + 1 < parts.count { out += BodyEncoding.softBreak }
+            }
+        }
+        out += BodyEncoding.crlf
+    }
+}
