@@ -82,7 +82,8 @@ def assert_recovers_and_delivers_once(herald, config, db: Path, capture, worker,
 # --------------------------------------------------------------------------- 1. lock
 def test_a_write_lock_held_three_busy_timeouts_is_waited_out(herald, start_capture, tmp_path, db):
     capture = start_capture(delay=0.1)
-    config = write_config(tmp_path, capture, database={"busyTimeout": BUSY_TIMEOUT})
+    # Two unrecorded sends per connection: with the default 32 the whole queue could go out during the lock.
+    config = write_config(tmp_path, capture, database={"busyTimeout": BUSY_TIMEOUT}, worker={"unrecordedPerConnection": 2})
     recipients = queue_many(herald, config, 20, "lock")
 
     worker = herald.start("worker", config=config, name="worker")
@@ -122,7 +123,8 @@ def test_a_read_only_ledger_is_waited_out(herald, start_capture, tmp_path):
     wal = db.with_name(db.name + "-wal")
 
     capture = start_capture(delay=0.1)
-    config = write_config(tmp_path, capture, database={"path": str(db), "busyTimeout": BUSY_TIMEOUT})
+    config = write_config(tmp_path, capture, database={"path": str(db), "busyTimeout": BUSY_TIMEOUT},
+                          worker={"unrecordedPerConnection": 2})  # else the whole queue may go out during the fault
     recipients = queue_many(herald, config, 20, "ro")
 
     worker = herald.start("worker", config=config, name="worker")
@@ -156,7 +158,8 @@ def ledger_tmpfs(tmp_path):
 def test_a_full_disk_is_waited_out(ledger_tmpfs, herald, start_capture, tmp_path):
     db = ledger_tmpfs / "herald.sqlite"
     capture = start_capture(delay=0.2)
-    config = write_config(tmp_path, capture, database={"path": str(db), "busyTimeout": BUSY_TIMEOUT})
+    config = write_config(tmp_path, capture, database={"path": str(db), "busyTimeout": BUSY_TIMEOUT},
+                          worker={"unrecordedPerConnection": 2})  # else the whole queue may go out during the fault
     recipients = queue_many(herald, config, 20, "full")
 
     worker = herald.start("worker", config=config, name="worker")
