@@ -60,22 +60,35 @@ struct CompiledTemplate: Sendable {
 
     /// The same escaping swift-mustache applies to `{{name}}` in HTML templates.
     static func escapeHTML(_ text: String) -> String {
-        let utf8 = text.utf8
-        let special: (UInt8) -> Bool = { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }
-        guard utf8.withContiguousStorageIfAvailable({ $0.contains(where: special) }) ?? utf8.contains(where: special) else { return text }
-        var output = [UInt8]()
-        output.reserveCapacity(utf8.count + 32)
-        for byte in utf8 {
-            switch byte {
+        var contiguous = text
+        let escaped: [UInt8]? = contiguous.withUTF8 { bytes in
+            guard bytes.contains(where: isHTMLSpecial) else { return nil }
+            var output: [UInt8] = []
+            escapeHTML(bytes, into: &output)
+            return output
+        }
+        return escaped.map { String(decoding: $0, as: UTF8.self) } ?? text
+    }
+
+    /// The bytes `escapeHTML` changes: `&`, `<`, `>`, `"` and `'`.
+    static func isHTMLSpecial(_ byte: UInt8) -> Bool { byte == 38 || byte == 60 || byte == 62 || byte == 34 || byte == 39 }
+
+    /// Appends `bytes` HTML-escaped, copying the runs between special bytes whole.
+    static func escapeHTML(_ bytes: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        output.reserveCapacity(output.count + bytes.count + 32)
+        var start = 0
+        for index in bytes.indices where isHTMLSpecial(bytes[index]) {
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            switch bytes[index] {
             case 60: output.append(contentsOf: "&lt;".utf8)
             case 62: output.append(contentsOf: "&gt;".utf8)
             case 38: output.append(contentsOf: "&amp;".utf8)
             case 34: output.append(contentsOf: "&quot;".utf8)
-            case 39: output.append(contentsOf: "&#39;".utf8)
-            default: output.append(byte)
+            default: output.append(contentsOf: "&#39;".utf8)
             }
+            start = index + 1
         }
-        return String(decoding: output, as: UTF8.self)
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
     }
 }
 

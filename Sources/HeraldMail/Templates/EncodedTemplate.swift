@@ -34,14 +34,21 @@ struct EncodedTemplate: Sendable {
 
     /// Appends the body, quoted-printable encoded, ending with CRLF as `BodyEncoding.quotedPrintable` does.
     func render(_ variables: [String: String], into out: inout [UInt8]) {
+        var escaped: [UInt8] = []
         for (index, part) in parts.enumerated() {
             switch part {
             case .encoded(let bytes):
                 out += bytes
             case .variable(let name, let htmlEscaped):
-                let value = variables[name] ?? ""
-                var text = htmlEscaped ? CompiledTemplate.escapeHTML(value) : value
-                let column = text.withUTF8 { BodyEncoding.quotedPrintable($0, into: &out) }
+                var value = variables[name] ?? ""
+                let column = value.withUTF8 { raw in
+                    guard htmlEscaped, raw.contains(where: CompiledTemplate.isHTMLSpecial) else {
+                        return BodyEncoding.quotedPrintable(raw, into: &out)
+                    }
+                    escaped.removeAll(keepingCapacity: true)
+                    CompiledTemplate.escapeHTML(raw, into: &escaped)
+                    return escaped.withUnsafeBufferPointer { BodyEncoding.quotedPrintable($0, into: &out) }
+                }
                 if column != 0 && index + 1 < parts.count { out += BodyEncoding.softBreak }
             }
         }

@@ -28,6 +28,12 @@ struct BoundStatement {
         }
     }
 
+    func bind(_ index: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            _ = sqlite3_bind_blob(handle, index, raw.baseAddress ?? UnsafeRawPointer(Self.empty), Int32(raw.count), Self.transient)
+        }
+    }
+
     func bind(_ index: Int32, _ value: Int64?) {
         guard let value else { return bindNull(index) }
         sqlite3_bind_int64(handle, index, value)

@@ -16,47 +16,61 @@ extension SQLiteStore {
                 db, where: "lease_until < :now", ["now": at], maxAttempts: policy.maxAttempts,
                 reason: "lease expired: the worker stopped before recording a result", at: at)
             try expireStale(db, policy: policy, at: at)
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    UPDATE outbox
-                    SET state = 'sending', attempts = attempts + 1, lease_until = :lease, claimed_by = :owner, updated_at = :now
-                    WHERE id IN (\(Self.dueRows))
-                    RETURNING *
-                    """,
+            // Rows are read through a cursor, each decoded where SQLite holds it (no copy of every column), and all
+            // of them before anything else runs.
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: Self.claimDueRows),
                 arguments: ["lease": at + Int64(policy.lease * 1000), "now": at, "limit": policy.limit, "owner": owner])
-            var claimed: [ClaimedMessage] = []
-            claimed.reserveCapacity(rows.count)
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+            var messages: [OutboxMessage] = []
+            var unreadable: [(id: Int64, error: any Error)] = []
             var decoding = Records.MessageDecoding()
-            for row in rows {
-                let message: OutboxMessage
+            while let row = try rows.next() {
                 do {
-                    message = try Records.message(row, cache: &decoding)
+                    messages.append(try Records.message(row, cache: &decoding))
                 } catch {
-                    // A row this version cannot read must not block the queue: fail it, visibly.
-                    try db.execute(
-                        sql: "UPDATE outbox SET state = 'failed', lease_until = NULL, last_reply = ? WHERE id = ?",
-                        arguments: ["unreadable row: \(error)", row["id"] as Int64])
-                    continue
+                    unreadable.append((row["id"], error))
                 }
-                let code = ActionCode.generate()
-                try insert.execute(arguments: [
-                    Data(code.hash), message.id, message.kind.rawValue, message.email.value, message.newEmail?.value, message.settings.url,
-                    at, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000),
-                ])
-                claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
+            }
+            for (id, error) in unreadable {
+                // A row this version cannot read must not block the queue: fail it, visibly.
+                try db.execute(
+                    sql: "UPDATE outbox SET state = 'failed', lease_until = NULL, last_reply = ? WHERE id = ?",
+                    arguments: ["unreadable row: \(error)", id])
             }
             // RETURNING order is unspecified; send in queue order.
-            return claimed.sorted {
-                ($0.message.priority, $0.message.nextAttemptAt, $0.message.id) < ($1.message.priority, $1.message.nextAttemptAt, $1.message.id)
+            messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
+            let insert = try BoundStatement(
+                db,
+                sql: """
+                    INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                    """)
+            var claimed: [ClaimedMessage] = []
+            claimed.reserveCapacity(messages.count)
+            for message in messages {
+                let code = ActionCode.generate()
+                insert.bind(1, code.hash)
+                insert.bind(2, message.id)
+                insert.bind(3, message.kind.rawValue)
+                insert.bind(4, message.email.value)
+                insert.bind(5, message.newEmail?.value)
+                insert.bind(6, message.settings.url)
+                insert.bind(7, at)
+                insert.bind(8, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000))
+                try insert.run()
+                claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
             }
+            return claimed
         }
     }
+
+    /// Claims the due rows (`dueRows`) for `:owner` until `:lease` and returns them.
+    static let claimDueRows = """
+        UPDATE outbox
+        SET state = 'sending', attempts = attempts + 1, lease_until = :lease, claimed_by = :owner, updated_at = :now
+        WHERE id IN (\(dueRows))
+        RETURNING *
+        """
 
     /// The ids of the rows a claim takes (`:now`, `:limit`), in queue order: due, not of a paused campaign.
     /// Read through the partial index `outbox_due`, which holds them already sorted.

@@ -13,29 +13,56 @@ extension SQLiteStore {
     public func record(_ batch: [(claimed: ClaimedMessage, record: DeliveryRecord)], policy: ClaimPolicy) throws {
         guard !batch.isEmpty else { return }
         try pool.write { db in
-            for (claimed, record) in batch { try Self.record(db, claimed, record, policy: policy) }
+            let statements = try RecordStatements(db)
+            for (claimed, record) in batch { try Self.record(db, claimed, record, policy: policy, statements) }
         }
     }
 
-    private static func record(_ db: Database, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy) throws {
+    /// The statements every outcome runs, prepared once per batch and bound through SQLite's C API
+    /// (GRDB's named arguments built and hashed a dictionary per statement and row).
+    private struct RecordStatements {
+        let sent: BoundStatement
+        let codeExpiry: BoundStatement
+        let attempt: BoundStatement
+
+        init(_ db: Database) throws {
+            sent = try BoundStatement(
+                db,
+                sql: """
+                    UPDATE outbox SET state = 'sent', sent_at = ?1, lease_until = NULL, updated_at = ?1,
+                        last_reply_code = ?2, last_reply = ?3
+                    WHERE id = ?4 AND state = 'sending' AND lease_until = ?5
+                    """)
+            codeExpiry = try BoundStatement(db, sql: "UPDATE action_codes SET expires_at = ?1 WHERE id = ?2")
+            attempt = try BoundStatement(
+                db,
+                sql: """
+                    INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_code, reply_text, next_attempt_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                    """)
+        }
+    }
+
+    private static func record(
+        _ db: Database, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy, _ statements: RecordStatements
+    ) throws {
         let finished = record.finishedAt.milliseconds
+        let replyCode = record.replyCode.map(Int64.init)
         let next: Int64?
         switch record.decision {
         case .sent:
             next = nil
-            try db.cachedStatement(
-                sql: """
-                    UPDATE outbox SET state = 'sent', sent_at = :at, lease_until = NULL, updated_at = :at,
-                        last_reply_code = :code, last_reply = :reply
-                    WHERE id = :id AND state = 'sending' AND lease_until = :lease
-                    """
-            ).execute(arguments: [
-                "at": finished, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id,
-                "lease": claimed.message.leaseUntil?.milliseconds,
-            ])
-            try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = ? WHERE id = ?").execute(arguments: [
-                finished + Int64((claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)) * 1000), claimed.codeID,
-            ])
+            let sent = statements.sent
+            sent.bind(1, finished)
+            sent.bind(2, replyCode)
+            sent.bind(3, record.replyText)
+            sent.bind(4, claimed.message.id)
+            sent.bind(5, claimed.message.leaseUntil?.milliseconds)
+            try sent.run()
+            let lifetime = claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)
+            statements.codeExpiry.bind(1, finished + Int64(lifetime * 1000))
+            statements.codeExpiry.bind(2, claimed.codeID)
+            try statements.codeExpiry.run()
         case .deferred(let until):
             next = until.milliseconds
             try update(db, claimed, state: "deferred", record, next: next, at: finished)
@@ -50,15 +77,16 @@ extension SQLiteStore {
             // The connection failed, not the message: the attempt is given back and the row waits.
             try SQLiteStore.giveBack(db, claimed, next: until.milliseconds, reply: (record.replyCode, record.replyText), at: finished)
         }
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_code, reply_text, next_attempt_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            claimed.message.id, claimed.message.attempts, record.startedAt.milliseconds, finished, record.outcome,
-            record.replyCode, record.replyText, next,
-        ])
+        let attempt = statements.attempt
+        attempt.bind(1, claimed.message.id)
+        attempt.bind(2, Int64(claimed.message.attempts))
+        attempt.bind(3, record.startedAt.milliseconds)
+        attempt.bind(4, finished)
+        attempt.bind(5, record.outcome)
+        attempt.bind(6, replyCode)
+        attempt.bind(7, record.replyText)
+        attempt.bind(8, next)
+        try attempt.run()
     }
 
     private static func update(_ db: Database, _ claimed: ClaimedMessage, state: String, _ record: DeliveryRecord, next: Int64?, at: Int64) throws {
