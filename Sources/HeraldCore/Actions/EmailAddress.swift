@@ -111,6 +111,6 @@ extension EmailAddress {
     /// How the ledger names an address it counts but need not show (abuse counters, quota keys): the first
     /// 16 hex digits of its SHA-256.
     public static func ledgerKey(_ address: String) -> String {
-        ActionCode.hash(address).prefix(8).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(ActionCode.hash(address).prefix(8))
     }
 }

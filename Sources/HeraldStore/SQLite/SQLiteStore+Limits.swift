@@ -28,7 +28,7 @@ extension SQLiteStore {
     static func checkCooldown(
         _ db: Database, _ throttle: SendThrottle, key: String, at: Int64, sql: String, arguments: StatementArguments
     ) throws {
-        let row = try Row.fetchOne(db, sql: sql, arguments: arguments)!
+        let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
         let coolingDown = (row["latest"] as Int64?).map { at - $0 < Int64(throttle.cooldown * 1000) } ?? false
         if coolingDown || (row["sent"] as Int) >= throttle.dailyCap {
             throw LimitRefusal(counter: "recipient", key: EmailAddress.ledgerKey(key), error: HeraldError(.tooManyAttempts, ""))
@@ -42,7 +42,8 @@ extension SQLiteStore {
         for (scope, key, limit) in limits where limit > 0 {
             let count =
                 try Int.fetchOne(
-                    db, sql: "SELECT count FROM send_counts WHERE scope = ? AND key = ? AND hour = ?", arguments: [scope, key, hour]) ?? 0
+                    db.cachedStatement(sql: "SELECT count FROM send_counts WHERE scope = ? AND key = ? AND hour = ?"),
+                    arguments: [scope, key, hour]) ?? 0
             if count >= limit {
                 let error = HeraldError(scope == "project" ? .quotaExceeded : .tooManyAttempts, "")
                 throw LimitRefusal(counter: scope, key: key, error: error)
