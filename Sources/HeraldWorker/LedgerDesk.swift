@@ -23,6 +23,7 @@ final class LedgerDesk: @unchecked Sendable {
     struct Handed: Sendable {
         let connection: Int
         let outcome: Worker.Outcome
+        let at: Date
     }
 
     /// What the desk keeps per connection, under the lock.
@@ -48,7 +49,7 @@ final class LedgerDesk: @unchecked Sendable {
     private let stop: StopSignal
     private let condition = NSCondition()
     private var lanes: [Lane]
-    /// Each connection's claim owner, `<worker id>/<connection>`.
+    /// Each connection's claim owner, `<worker id>/<connection>:<bound>` (`ClaimOwner`).
     private let owners: [String]
     private var outcomes: [Handed] = []
     /// When the oldest outcome in `outcomes` was handed in.
@@ -136,8 +137,9 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !failed else { return false }
-        if outcomes.isEmpty { oldestOutcome = Date() }
-        outcomes.append(Handed(connection: connection, outcome: outcome))
+        let now = Date()
+        if outcomes.isEmpty { oldestOutcome = now }
+        outcomes.append(Handed(connection: connection, outcome: outcome, at: now))
         lanes[connection].handed += 1
         // The desk needs waking only when this outcome may make it record now.
         if outcomes.count == 1 || mustRecord(now: nil) { condition.broadcast() }
@@ -212,7 +214,7 @@ final class LedgerDesk: @unchecked Sendable {
             let batch = recordNow ? Array(outcomes.prefix(Self.maxBatch)) : []
             if recordNow {
                 outcomes.removeFirst(batch.count)
-                oldestOutcome = outcomes.isEmpty ? .distantFuture : Date()
+                oldestOutcome = outcomes.first?.at ?? .distantFuture
             }
             condition.unlock()
 

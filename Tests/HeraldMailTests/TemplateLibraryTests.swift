@@ -126,4 +126,22 @@ import Testing
         }
         #expect(encodedSome)
     }
+
+    /// A value with a CR, or one that makes the body mostly non-ASCII, sends the body the whole-text way, as before.
+    @Test func bodiesThePreEncodedPartsCannotWriteAreEncodedWhole() throws {
+        let library = try TemplateLibrary(
+            directory: CaptureSMTPServer.repositoryRoot.appendingPathComponent("templates").path, defaultLocale: LocaleTag("en"))
+        var variables = ["link": "https://a.example/x?oobCode=c", "email": "ada@example.com", "appName": "Herald"]
+        for name in ["expiresIn", "expiresInHours", "requestedAt"] { variables[name] = "1" }
+        let entry = library.compiled(.verifyEmail, locale: try LocaleTag("en"), names: variables.keys.sorted())
+        let text = try #require(entry.encodedText)
+        #expect(text.fits(variables))
+        var withCR = variables
+        withCR["appName"] = "Herald\r"
+        #expect(!text.fits(withCR))
+        var mostlyPersian = variables
+        mostlyPersian["appName"] = String(repeating: "سلام ", count: 2000)
+        #expect(!text.fits(mostlyPersian))
+        #expect(BodyEncoding.choose(for: entry.text.render(mostlyPersian)) == .base64)
+    }
 }

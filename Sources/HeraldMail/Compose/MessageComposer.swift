@@ -98,7 +98,7 @@ public struct MessageComposer: Sendable {
             extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
         func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> (inout [UInt8]) -> BodyEncoding {
             { out in
-                guard let encoded else { return BodyEncoding.encode(compiled.render(variables), into: &out) }
+                guard let encoded, encoded.fits(variables) else { return BodyEncoding.encode(compiled.render(variables), into: &out) }
                 encoded.render(variables, into: &out)
                 return .quotedPrintable
             }

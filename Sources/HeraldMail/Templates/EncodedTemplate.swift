@@ -11,12 +11,17 @@ struct EncodedTemplate: Sendable {
     }
 
     let parts: [Part]
+    /// The literal text's length and non-ASCII bytes, for the encoding choice (`fits`).
+    private let literalBytes: Int
+    private let literalNonASCII: Int
 
     /// Nil when the template's text is mostly not ASCII: such bodies are sent as base64, encoded whole.
     init?(_ template: CompiledTemplate) {
         var literalText = ""
         for case .literal(let text) in template.segments { literalText += text }
         guard BodyEncoding.choose(for: literalText) == .quotedPrintable else { return nil }
+        literalBytes = literalText.utf8.count
+        literalNonASCII = literalText.utf8.count(where: { $0 >= 0x80 })
         var parts: [Part] = []
         for (index, segment) in template.segments.enumerated() {
             switch segment {
@@ -30,6 +35,25 @@ struct EncodedTemplate: Sendable {
             }
         }
         self.parts = parts
+    }
+
+    /// Whether these variables keep the body what `render` writes: quoted-printable (`BodyEncoding.choose` of the
+    /// whole rendered text), and no CR in a value (encoded apart from the text after it, a CR before a literal LF
+    /// would become two line breaks). Otherwise the body is rendered and encoded whole.
+    func fits(_ variables: [String: String]) -> Bool {
+        var bytes = literalBytes
+        var nonASCII = literalNonASCII
+        for case .variable(let name, let htmlEscaped) in parts {
+            guard let value = variables[name] else { continue }
+            for byte in value.utf8 {
+                if byte == 13 { return false }
+                bytes += 1
+                if byte >= 0x80 { nonASCII += 1 }
+                // HTML escaping adds ASCII: `&amp;` `&lt;` `&gt;` `&quot;` `&#39;`.
+                if htmlEscaped, CompiledTemplate.isHTMLSpecial(byte) { bytes += byte == 34 ? 5 : byte == 38 || byte == 39 ? 4 : 3 }
+            }
+        }
+        return nonASCII * 5 <= bytes
     }
 
     /// Appends the body, quoted-printable encoded, ending with CRLF as `BodyEncoding.quotedPrintable` does.

@@ -30,7 +30,7 @@ public protocol OutboxStore: WorkerRegistry {
     func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws
         -> BulkEnqueueResult
 
-    /// Claims up to `policy.limit` due rows for `owner` (`<worker id>/<connection>`) and mints a code
+    /// Claims up to `policy.limit` due rows for `owner` (`ClaimOwner`: `<worker id>/<connection>:<bound>`) and mints a code
     /// for each (only its hash is stored).
     func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage]
 

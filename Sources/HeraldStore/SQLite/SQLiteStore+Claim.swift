@@ -7,7 +7,7 @@ extension SQLiteStore {
     ///
     /// In one transaction: rows whose lease ran out go back to the queue (see `returnOrphans`),
     /// stale queued sign-in/reset mail and mail past `maxQueueLifetime` expires, then one
-    /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>`),
+    /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>:<bound>`),
     /// and each claimed row gets a fresh hashed code.
     public func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage] {
         let at = now.milliseconds
