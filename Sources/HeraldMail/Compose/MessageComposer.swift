@@ -96,12 +96,9 @@ public struct MessageComposer: Sendable {
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
             subject: templates.subject.render(variables), text: "", html: "", messageID: input.messageID, date: input.date,
             extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
-        func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> (inout [UInt8]) -> BodyEncoding {
-            { out in
-                guard let encoded, encoded.fits(variables) else { return BodyEncoding.encode(compiled.render(variables), into: &out) }
-                encoded.render(variables, into: &out)
-                return .quotedPrintable
-            }
+        func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> MailMessage.Body {
+            guard let encoded, encoded.fits(variables) else { return MailMessage.Body(compiled.render(variables)) }
+            return MailMessage.Body(encoding: .quotedPrintable) { encoded.render(variables, into: &$0) }
         }
         var bytes = try message.encoded(text: body(templates.text, templates.encodedText), html: body(templates.html, templates.encodedHTML))
         if let dkim { bytes = try dkim.sign(bytes, at: input.date) }

@@ -16,14 +16,11 @@ enum BodyEncoding: String {
         return nonASCII * 5 > text.utf8.count ? .base64 : .quotedPrintable
     }
 
-    /// Appends `text` in the encoding `choose(for:)` picks, and returns that encoding.
-    static func encode(_ text: String, into out: inout [UInt8]) -> BodyEncoding {
-        let encoding = choose(for: text)
-        switch encoding {
-        case .quotedPrintable: quotedPrintable(text, into: &out)
-        case .base64: base64(text, into: &out)
+    func encode(_ text: String, into out: inout [UInt8]) {
+        switch self {
+        case .quotedPrintable: Self.quotedPrintable(text, into: &out)
+        case .base64: Self.base64(text, into: &out)
         }
-        return encoding
     }
 
     private static let hex = Array("0123456789ABCDEF".utf8)

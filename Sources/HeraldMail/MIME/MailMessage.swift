@@ -40,12 +40,28 @@ public struct MailMessage: Sendable {
     ///
     /// - Throws: `INVALID_HEADER` when a header value contains CR, LF or another control character.
     public func encoded() throws -> [UInt8] {
-        try encoded(text: { BodyEncoding.encode(text, into: &$0) }, html: { BodyEncoding.encode(html, into: &$0) })
+        try encoded(text: Body(text), html: Body(html))
     }
 
-    /// The message with bodies written by `text` and `html` in place of the `text` and `html` properties:
-    /// each appends its body, transfer-encoded, and returns the encoding it used.
-    func encoded(text: (inout [UInt8]) -> BodyEncoding, html: (inout [UInt8]) -> BodyEncoding) throws -> [UInt8] {
+    /// A body in its transfer encoding, written into the message by `write`.
+    struct Body {
+        let encoding: BodyEncoding
+        let write: (inout [UInt8]) -> Void
+
+        /// `text` in the encoding `BodyEncoding.choose` picks for it.
+        init(_ text: String) {
+            let encoding = BodyEncoding.choose(for: text)
+            self.init(encoding: encoding) { encoding.encode(text, into: &$0) }
+        }
+
+        init(encoding: BodyEncoding, write: @escaping (inout [UInt8]) -> Void) {
+            self.encoding = encoding
+            self.write = write
+        }
+    }
+
+    /// The message with `text` and `html` as its bodies in place of the `text` and `html` properties.
+    func encoded(text: Body, html: Body) throws -> [UInt8] {
         try HeaderEncoding.checkValue(subject, header: "Subject")
         try HeaderEncoding.checkValue(messageID, header: "Message-ID")
         for header in extraHeaders {
@@ -72,18 +88,13 @@ public struct MailMessage: Sendable {
         for extra in extraHeaders { header(extra.name, extra.value) }
         header("Content-Type", "multipart/alternative; boundary=\"\(boundary)\"")
         out.append(contentsOf: [13, 10])
-        func part(_ type: String, _ body: (inout [UInt8]) -> BodyEncoding) {
+        for (type, body) in [("text/plain", text), ("text/html", html)] {
             out.append(contentsOf: "--\(boundary)\r\n".utf8)
             header("Content-Type", "\(type); charset=utf-8")
-            // The encoding is known once the body is written: write it, then put its header in front of it.
-            var encodedBody: [UInt8] = []
-            let encoding = body(&encodedBody)
-            header("Content-Transfer-Encoding", encoding.rawValue)
+            header("Content-Transfer-Encoding", body.encoding.rawValue)
             out.append(contentsOf: [13, 10])
-            out.append(contentsOf: encodedBody)
+            body.write(&out)
         }
-        part("text/plain", text)
-        part("text/html", html)
         out.append(contentsOf: "--\(boundary)--\r\n".utf8)
         return out
     }
