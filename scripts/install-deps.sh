@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium: headless, renders the campaign HTML report in Tests/campaigns (/usr/bin/chromium).
-packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium)
+# postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
+# smtp-source tools serve the benchmark.
+packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium postfix)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
-if [ "${1:-}" = "bench" ]; then packages+=(postfix wrk); fi
+if [ "${1:-}" = "bench" ]; then packages+=(wrk); fi
 
 missing=()
 for package in "${packages[@]}"; do

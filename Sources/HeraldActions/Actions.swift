@@ -22,6 +22,10 @@ public final class Actions: Sendable {
     let store: any HeraldStore
     /// The right-hand side of every Message-ID: the sender's domain.
     let messageDomain: String
+    /// Reads the outbox row out of a bounce's address (`bounces.domain`), as the composer wrote it.
+    let verp: VERPAddress?
+    /// Verifies one-click unsubscribe links (`campaigns.unsubscribeUrl`).
+    let unsubscribeTokens: UnsubscribeToken?
     let links: ActionLinkBuilder
     let forms: FormSigner
     /// Seals the hosted sign-in handler's state and assertions.
@@ -54,6 +58,8 @@ public final class Actions: Sendable {
         self.configuration = configuration
         self.store = store
         messageDomain = String(composer.from.address.domain)
+        verp = composer.verp
+        unsubscribeTokens = composer.unsubscribeTokens
         links = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
         let secret = configuration.server.tokenSecret
         let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))

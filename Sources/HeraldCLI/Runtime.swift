@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import HeraldActions
 import HeraldCore
@@ -58,7 +59,13 @@ struct Runtime {
     func composer() throws -> MessageComposer {
         let templates = try TemplateLibrary(
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
-        return try MessageComposer(configuration: configuration, templates: templates)
+        return try MessageComposer(configuration: configuration, templates: templates, mailKey: mailKey())
+    }
+
+    /// The key of bounce addresses and unsubscribe links, when either is configured (`tokens.mailKeyFile`).
+    func mailKey() throws -> SymmetricKey? {
+        guard !configuration.bounces.domain.isEmpty || !configuration.campaigns.unsubscribeURL.isEmpty else { return nil }
+        return try MailKeyFile.openOrCreate(path: configuration.mailKeyPath)
     }
 }
 

@@ -34,8 +34,10 @@ public enum HeraldServer {
         router.addRoutes(SecureTokenController(actions: actions).routes)
         router.addRoutes(PublicKeysController(tokens: tokens).routes)
         router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
+        router.addRoutes(UnsubscribeController(actions: actions, pages: pages).routes)
         router.addRoutes(try SignInHandlerController(actions: actions, pages: pages).routes)
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
+        router.addRoutes(SuppressionsController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
         router.get("health") { _, _ in
             let reply = HealthReply(health)

@@ -5,7 +5,8 @@ import HeraldStore
 import Logging
 
 /// The dispatch loop: claim → render → send → record. One send loop drives every SMTP connection
-/// through a `MailDispatcher` and renders each message just before it goes; each connection's
+/// through a `MailDispatcher` and renders each message just before it goes (DKIM-signed mail is rendered
+/// ahead, on every core: `RenderAhead`); each connection's
 /// exchange goes without blocking (`CurlSMTPDispatcher`); the ledger
 /// desk (`LedgerDesk`) claims rows for every connection and records their outcomes in group commits.
 ///
@@ -170,9 +171,11 @@ public struct Worker: Sendable {
             Lane(breaker: ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap))
         }
         var summary = WorkerSummary()
+        let ahead = composer.dkim == nil ? nil : RenderAhead(render: prepare)
         /// Hands a connection's unsent rows back to the queue at once.
         func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {
             guard !rows.isEmpty else { return }
+            ahead?.forget(rows)
             _ = try context.watch.run("handing back claimed rows", stop: stop, persistence: .afterStop(stopGrace)) {
                 try store.release(Array(rows))
             }
@@ -194,7 +197,9 @@ public struct Worker: Sendable {
                 guard lanes[lane].breaker.pause == nil, desk.mayStart(lane) else { return }
                 if lanes[lane].next == lanes[lane].queue.count {
                     switch desk.rows(lane) {
-                    case .rows(let rows): (lanes[lane].queue, lanes[lane].next) = (rows, 0)
+                    case .rows(let rows):
+                        (lanes[lane].queue, lanes[lane].next) = (rows, 0)
+                        ahead?.submit(rows)
                     case .waiting: return
                     case .finished:
                         lanes[lane].finished = true
@@ -212,7 +217,7 @@ public struct Worker: Sendable {
                     continue
                 }
                 let started = Date()
-                switch prepare(claimed) {
+                switch ahead?.take(claimed) ?? prepare(claimed) {
                 case .success(let composed):
                     rateLimiter?.acquire()
                     dispatcher.start(lane: lane, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
@@ -283,7 +288,7 @@ public struct Worker: Sendable {
                     kind: message.kind, email: message.email, newEmail: message.newEmail, displayName: message.displayName,
                     locale: message.locale, settings: message.settings, code: claimed.code.plaintext,
                     messageID: message.messageID, requestedAt: message.queuedAt, date: now, variables: message.variables,
-                    campaignID: message.campaignID, lifetime: message.linkLifetime))
+                    campaignID: message.campaignID, lifetime: message.linkLifetime, outboxID: message.id))
             return .success(composed)
         } catch let error as HeraldError {
             return .failure(error)

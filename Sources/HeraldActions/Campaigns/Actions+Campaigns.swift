@@ -78,7 +78,7 @@ extension Actions {
         let kind = request.kind
         let importer = try CampaignImporter(
             store: store, campaign: campaign, defaultLocale: configuration.links.defaultLocale, messageDomain: messageDomain
-        ) { [self] emails in try accountRefusals(kind, emails) }
+        ) { [self] emails in try campaignRefusals(kind, emails) }
         let summary: CampaignImportSummary
         let rejectsPath: String
         switch request.source {
@@ -92,13 +92,18 @@ extension Actions {
         return CampaignImport(campaign: campaign, summary: summary, rejectsPath: rejectsPath)
     }
 
-    /// The account rule's refusals for sending `kind` to each of `emails` (canonical), in one query.
-    func accountRefusals(_ kind: ActionKind, _ emails: [String]) throws -> [String: HeraldError] {
-        guard ownsAccounts, kind != .signIn else { return [:] }
-        let standings = try store.standings(emails: emails)
+    /// Why campaign mail of `kind` may not go to each of `emails` (canonical): the account rule, then the
+    /// suppression list (every suppression stops campaign mail), in one query each.
+    func campaignRefusals(_ kind: ActionKind, _ emails: [String]) throws -> [String: HeraldError] {
         var refusals: [String: HeraldError] = [:]
-        for email in emails {
-            if let refusal = Self.accountRefusal(kind, standings[email]) { refusals[email] = refusal }
+        if ownsAccounts, kind != .signIn {
+            let standings = try store.standings(emails: emails)
+            for email in emails {
+                if let refusal = Self.accountRefusal(kind, standings[email]) { refusals[email] = refusal }
+            }
+        }
+        for (email, suppression) in try store.suppressions(emails: emails) where refusals[email] == nil {
+            refusals[email] = HeraldError(.recipientSuppressed, suppression.reason.rawValue)
         }
         return refusals
     }

@@ -275,7 +275,8 @@ final class CampaignImporter {
                 var kept: [Int] = []
                 for index in rows.indices {
                     if let refusal = refused[rows[index].email] {
-                        rejected.append((rows[index].line ?? 0, refusal.code.rawValue, sources[index]))
+                        let reason = refusal.detail.isEmpty ? refusal.code.rawValue : "\(refusal.code.rawValue) (\(refusal.detail))"
+                        rejected.append((rows[index].line ?? 0, reason, sources[index]))
                     } else {
                         kept.append(index)
                     }

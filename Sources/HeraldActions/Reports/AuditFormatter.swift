@@ -19,7 +19,7 @@ public enum AuditFormatter {
     public static func header(_ format: Format) -> String? {
         switch format {
         case .csv: columns.joined(separator: ",")
-        case .table: "ID  RECIPIENT  ACTION  CAMPAIGN  STATE  QUEUED  SENT  REPLY  FIRST CLICK  REDEEMED  EXPIRED  SUPERSEDED"
+        case .table: "ID  RECIPIENT  ACTION  CAMPAIGN  STATE  QUEUED  SENT  REPLY  FIRST CLICK  REDEEMED  EXPIRED  SUPERSEDED  FEEDBACK"
         case .jsonl: nil
         }
     }
@@ -36,11 +36,14 @@ public enum AuditFormatter {
                     ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
             }.joined(separator: ",")
         case .table:
-            return [
+            let reply = String((row.smtpReply ?? "-").prefix(24))
+            let feedback = String((row.feedback ?? "-").prefix(40))
+            let cells: [String] = [
                 "\(row.id)", row.recipient, row.action, row.campaign.map(String.init) ?? "-", row.state, row.queuedAt.iso8601,
-                row.sentAt.map(\.iso8601) ?? "-", String((row.smtpReply ?? "-").prefix(24)), row.firstClickAt.map(\.iso8601) ?? "-",
-                row.redeemedAt.map(\.iso8601) ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no",
-            ].joined(separator: "  ")
+                row.sentAt.map(\.iso8601) ?? "-", reply, row.firstClickAt.map(\.iso8601) ?? "-",
+                row.redeemedAt.map(\.iso8601) ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no", feedback,
+            ]
+            return cells.joined(separator: "  ")
         }
     }
 
@@ -49,7 +52,7 @@ public enum AuditFormatter {
         [
             String(row.id), row.recipient, row.action, row.campaign.map(String.init), row.state, row.queuedAt.iso8601,
             row.sentAt.map(\.iso8601), row.smtpReply, row.firstClickAt.map(\.iso8601), row.redeemedAt.map(\.iso8601), row.redeemedIP,
-            row.redeemedUserAgent, String(row.expired), String(row.superseded),
+            row.redeemedUserAgent, String(row.expired), String(row.superseded), row.feedbackAt.map(\.iso8601), row.feedback,
         ]
     }
 
@@ -57,7 +60,7 @@ public enum AuditFormatter {
     struct JSONLine: Encodable {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case id, recipient, action, campaign, state, queuedAt, sentAt, smtpReply, firstClickAt, redeemedAt, redeemedIp,
-                redeemedUserAgent, expired, superseded
+                redeemedUserAgent, expired, superseded, feedbackAt, feedback
         }
 
         let row: AuditRow
@@ -78,6 +81,8 @@ public enum AuditFormatter {
             try container.encode(row.redeemedUserAgent, forKey: .redeemedUserAgent)
             try container.encode(row.expired, forKey: .expired)
             try container.encode(row.superseded, forKey: .superseded)
+            try container.encode(row.feedbackAt?.iso8601, forKey: .feedbackAt)
+            try container.encode(row.feedback, forKey: .feedback)
         }
     }
 }

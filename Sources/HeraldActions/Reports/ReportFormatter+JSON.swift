@@ -14,6 +14,13 @@ extension ReportFormatter {
     struct JSONReport: Encodable {
         enum CodingKeys: String, CodingKey {
             case campaign, counts, replyCodes, total, sent, clicked, redeemed, redemptionRate, bucketSeconds, funnel, timeToRedeem
+            case bounced, complained, bounceRate, complaintRate, feedback
+        }
+
+        struct Feedback: Encodable {
+            let kind: String
+            let statusClass: String?
+            let count: Int
         }
 
         enum CampaignKeys: String, CodingKey { case id, name, action, state, rate, rejected }
@@ -54,6 +61,12 @@ extension ReportFormatter {
             try container.encode(funnel, forKey: .funnel)
             let timeToRedeem = report.timeToRedeem.map { Percentiles(p50: $0.p50, p90: $0.p90, p99: $0.p99) }
             try container.encode(timeToRedeem, forKey: .timeToRedeem)
+            try container.encode(report.bounced, forKey: .bounced)
+            try container.encode(report.complained, forKey: .complained)
+            try container.encode(report.bounceRate, forKey: .bounceRate)
+            try container.encode(report.complaintRate, forKey: .complaintRate)
+            let feedback = report.feedback.map { Feedback(kind: $0.kind.rawValue, statusClass: $0.statusClass, count: $0.count) }
+            try container.encode(feedback, forKey: .feedback)
         }
     }
 }

@@ -20,6 +20,15 @@ public enum ReportFormatter {
         lines += [
             "", "sent \(report.sent)  clicked \(report.clicked)  redeemed \(report.redeemed)  redemption rate \(percent(report.redemptionRate))",
         ]
+        lines.append(
+            "bounced \(report.bounced) (\(percent(report.bounceRate)))  complained \(report.complained) (\(percent(report.complaintRate)))")
+        if !report.feedback.isEmpty {
+            lines += ["", "feedback     status  count"]
+            for item in report.feedback {
+                let kind = item.kind.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)
+                lines.append("\(kind) \((item.statusClass ?? "-").padding(toLength: 6, withPad: " ", startingAt: 0)) \(item.count)")
+            }
+        }
         if let t = report.timeToRedeem {
             lines.append("time to redeem: p50 \(duration(t.p50))  p90 \(duration(t.p90))  p99 \(duration(t.p99))")
         }
@@ -37,6 +46,9 @@ public enum ReportFormatter {
         let c = report.campaign
         let stateRows = OutboxState.allCases.map { "<tr><td>\($0.rawValue)</td><td>\(report.counts[$0] ?? 0)</td></tr>" }.joined()
         let codeRows = report.replyCodes.sorted { $0.key < $1.key }.map { "<tr><td>\(escape($0.key))</td><td>\($0.value)</td></tr>" }.joined()
+        let feedbackRows = report.feedback.map {
+            "<tr><td>\($0.kind.rawValue)</td><td>\(escape($0.statusClass ?? "-"))</td><td>\($0.count)</td></tr>"
+        }.joined()
         let timing =
             report.timeToRedeem.map {
                 "<p>Time to redeem: p50 \(duration($0.p50)), p90 \(duration($0.p90)), p99 \(duration($0.p99))</p>"
@@ -58,11 +70,13 @@ public enum ReportFormatter {
             <div class="cards">
             <div class="card">Sent<b>\(report.sent)</b></div><div class="card">Clicked<b>\(report.clicked)</b></div>
             <div class="card">Redeemed<b>\(report.redeemed)</b></div><div class="card">Redemption rate<b>\(percent(report.redemptionRate))</b></div>
+            <div class="card">Bounce rate<b>\(percent(report.bounceRate))</b></div><div class="card">Complaint rate<b>\(percent(report.complaintRate))</b></div>
             </div>
             \(chart(report))
             \(timing)
             <table><tr><th>State</th><th>Rows</th></tr>\(stateRows)</table>
             <table><tr><th>SMTP reply</th><th>Rows</th></tr>\(codeRows)</table>
+            <table><tr><th>Feedback</th><th>Status</th><th>Rows</th></tr>\(feedbackRows)</table>
             </body></html>
             """
     }

@@ -21,11 +21,15 @@ extension Actions {
         if caller == .app, let ip = request.clientIP, !sendLimiter.take(ip, now: now) {
             throw refused(LimitRefusal(counter: "ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, "")), now: now)
         }
-        let target = try resolve(request, as: caller)
+        var target = try resolve(request, as: caller)
         let action = try ActionRequest(
             kind: request.kind, email: target.email, newEmail: target.newEmail, settings: request.settings, locale: request.locale,
             displayName: request.displayName ?? target.displayName, links: configuration.links)
         let email = action.email.value
+        // Mail only: an admin's returned link and an emulator's listed code send nothing.
+        if target.refusal == nil, !request.returnLink, !configuration.server.emulatorMode {
+            target.refusal = try suppressionRefusal(action.recipient.value)
+        }
         let quota = caller == .app ? sendQuota(for: target) : nil
         if let refusal = target.refusal {
             guard caller == .app, configuration.server.enumerationProtection, !request.returnLink else { throw refusal }
@@ -156,6 +160,11 @@ extension Actions {
                 throw BulkSendError(index: index, error: error)
             }
         }
+        let suppressed = try store.suppressions(emails: requests.map(\.recipient.value))
+        if let index = requests.firstIndex(where: { suppressed[$0.recipient.value]?.stops(campaign: false) ?? false }) {
+            let reason = suppressed[requests[index].recipient.value]!.reason
+            throw BulkSendError(index: index, error: HeraldError(.recipientSuppressed, reason.rawValue))
+        }
         if bulkKey != nil {
             var seen: Set<String> = []
             requests = requests.filter { seen.insert($0.recipient.value).inserted }
@@ -181,6 +190,15 @@ extension Actions {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return Hex.sha256(try encoder.encode(shape))
+    }
+
+    /// The refusal of transactional mail to a suppressed address (a hard bounce, a complaint, a manual entry;
+    /// an unsubscribe stops only campaigns), naming the reason.
+    func suppressionRefusal(_ recipient: String) throws -> HeraldError? {
+        guard let suppression = try store.suppressions(emails: [recipient])[recipient], suppression.stops(campaign: false) else {
+            return nil
+        }
+        return HeraldError(.recipientSuppressed, suppression.reason.rawValue)
     }
 
     /// The per-recipient limits on transactional mail (`policy`).

@@ -81,6 +81,23 @@ struct ConfigurationParser {
     }
 
     /// `dkim.*`: off without a domain; with one, an RSA key is required and the domain must align with `smtp.from`.
+    func parseBounces(_ c: inout HeraldConfiguration) async throws {
+        c.bounces.domain = try await text("bounces.domain", c.bounces.domain) {
+            $0.isEmpty || (try? EmailAddress("x@" + $0)) != nil ? nil : "expected a mail domain, e.g. bounces.example.com"
+        }
+        c.bounces.localPart = try await text("bounces.localPart", c.bounces.localPart) {
+            $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,30}$", options: .regularExpression) == nil
+                ? "expected letters, digits, '.', '_' or '-' (at most 31), without '+'" : nil
+        }
+        c.bounces.listenHost = try await text("bounces.listenHost", c.bounces.listenHost) { $0.isEmpty ? "must not be empty" : nil }
+        c.bounces.listenPort = try await number("bounces.listenPort", c.bounces.listenPort, in: 0...65535)
+        c.bounces.dialect = try await text("bounces.dialect", c.bounces.dialect) {
+            ["lmtp", "smtp"].contains($0) ? nil : "expected lmtp or smtp, got '\($0)'"
+        }
+        c.bounces.softLimit = try await number("bounces.softLimit", c.bounces.softLimit, in: 1...1000)
+        c.bounces.softWindow = try await duration("bounces.softWindow", c.bounces.softWindow, positive: true)
+    }
+
     func parseDKIM(_ c: inout HeraldConfiguration) async throws {
         let selector = { (text: String) in
             text.split(separator: ".", omittingEmptySubsequences: false).allSatisfy {
@@ -164,6 +181,7 @@ struct ConfigurationParser {
         c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
         c.database.busyTimeout = try await duration("database.busyTimeout", c.database.busyTimeout, positive: true)
         c.tokens.keyFile = try await text("tokens.keyFile", c.tokens.keyFile) { _ in nil }
+        c.tokens.mailKeyFile = try await text("tokens.mailKeyFile", c.tokens.mailKeyFile) { _ in nil }
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }
 
         c.worker.batchSize = try await number("worker.batchSize", c.worker.batchSize, in: 1...10_000)
@@ -212,6 +230,7 @@ struct ConfigurationParser {
             $0.isEmpty || URLComponents(string: $0)?.scheme == "https" ? nil : "expected an https URL"
         }
         try await parseDKIM(&c)
+        try await parseBounces(&c)
         c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))
         c.server.failureGrace = try await duration("server.failureGrace", c.server.failureGrace, positive: false)
         c.server.maxConnections = try await number("server.maxConnections", c.server.maxConnections, in: 0...1_000_000)

@@ -71,6 +71,27 @@ public enum Hex {
         encode(SHA256.hash(data: data))
     }
 
+    /// The bytes of an even-length hex string (either case); nil for anything else.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 48...57: digit - 48
+            case 97...102: digit - 87
+            case 65...70: digit - 55
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
     /// Lower-case hex of `bytes` (`String(format:)` per byte cost a microsecond each).
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []

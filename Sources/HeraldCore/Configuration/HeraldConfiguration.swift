@@ -13,6 +13,7 @@ public struct HeraldConfiguration: Sendable {
     public var policy = Policy()
     public var campaigns = Campaigns()
     public var dkim = DKIM()
+    public var bounces = Bounces()
     public var accounts = Accounts()
     public var tokens = Tokens()
     public var limits = Limits()
@@ -229,8 +230,27 @@ public struct HeraldConfiguration: Sendable {
     public struct Campaigns: Sendable {
         /// `List-Unsubscribe` mailto address on campaign mail; empty for none.
         public var unsubscribeMailto = ""
-        /// `List-Unsubscribe` https base URL on campaign mail (gets `?campaign=…&email=…`); empty for none.
+        /// Where Herald's `/unsubscribe` is reachable from the internet, e.g. `https://auth.example.com/unsubscribe`:
+        /// campaign mail's one-click `List-Unsubscribe` URL (RFC 8058), which gets `?token=<signed per-recipient
+        /// token>`; empty for none.
         public var unsubscribeURL = ""
+        public init() {}
+    }
+
+    /// Bounces and complaints: VERP envelope senders, the listener an MTA delivers them to, and when soft
+    /// bounces suppress an address.
+    public struct Bounces: Sendable {
+        /// The domain of the VERP envelope sender `<localPart>+<outbox id>-<mac>@<domain>`; empty sends with the
+        /// From address as envelope sender and matches no bounce to its row.
+        public var domain = ""
+        public var localPart = "bounces"
+        /// `herald bounces listen`: where it listens, and whether it speaks LMTP (RFC 2033) or SMTP.
+        public var listenHost = "127.0.0.1"
+        public var listenPort = 2424
+        public var dialect = "lmtp"
+        /// This many soft bounces of one address within `softWindow` suppress it.
+        public var softLimit = 3
+        public var softWindow: TimeInterval = 7 * 86_400
         public init() {}
     }
 
@@ -254,6 +274,9 @@ public struct HeraldConfiguration: Sendable {
         /// The RSA keys that sign ID tokens (created on first use, mode 0600); empty means
         /// `signing-keys.json` beside the database.
         public var keyFile = ""
+        /// The key that signs bounce addresses and unsubscribe links (created on first use, mode 0600); empty
+        /// means `mail-key` beside the database. Every worker and server of one ledger needs the same file.
+        public var mailKeyFile = ""
         public init() {}
     }
 
@@ -299,6 +322,13 @@ public struct HeraldConfiguration: Sendable {
 }
 
 extension HeraldConfiguration {
+    /// `tokens.mailKeyFile`, or `mail-key` in the database's directory.
+    public var mailKeyPath: String {
+        guard tokens.mailKeyFile.isEmpty else { return tokens.mailKeyFile }
+        let directory = (database.path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "mail-key" : directory + "/mail-key"
+    }
+
     /// `tokens.keyFile`, or `signing-keys.json` in the database's directory.
     public var signingKeyPath: String {
         guard tokens.keyFile.isEmpty else { return tokens.keyFile }

@@ -30,11 +30,17 @@ public struct AuditRow: Sendable {
     public let redeemedUserAgent: String?
     public let expired: Bool
     public let superseded: Bool
+    /// The latest bounce or complaint about the mail: when, and `kind status: diagnostic`.
+    public let feedbackAt: Date?
+    public let feedback: String?
 
     public init(
         id: Int64, recipient: String, action: String, campaign: Int64?, state: String, queuedAt: Date, sentAt: Date?, smtpReply: String?,
-        firstClickAt: Date?, redeemedAt: Date?, redeemedIP: String?, redeemedUserAgent: String?, expired: Bool, superseded: Bool
+        firstClickAt: Date?, redeemedAt: Date?, redeemedIP: String?, redeemedUserAgent: String?, expired: Bool, superseded: Bool,
+        feedbackAt: Date? = nil, feedback: String? = nil
     ) {
+        self.feedbackAt = feedbackAt
+        self.feedback = feedback
         self.id = id
         self.recipient = recipient
         self.action = action

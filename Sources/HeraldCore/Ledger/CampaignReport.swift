@@ -38,11 +38,14 @@ public struct CampaignReport: Sendable {
     public let timeToRedeem: Percentiles?
     public let funnel: [Bucket]
     public let bucketSeconds: Int
+    /// Bounces and complaints of the campaign's mail, by kind and status class.
+    public let feedback: [FeedbackCount]
 
     public init(
         campaign: Campaign, status: String, counts: [OutboxState: Int], replyCodes: [String: Int], sent: Int, clicked: Int,
-        redeemed: Int, timeToRedeem: Percentiles?, funnel: [Bucket], bucketSeconds: Int
+        redeemed: Int, timeToRedeem: Percentiles?, funnel: [Bucket], bucketSeconds: Int, feedback: [FeedbackCount] = []
     ) {
+        self.feedback = feedback
         self.campaign = campaign
         self.status = status
         self.counts = counts
@@ -57,4 +60,9 @@ public struct CampaignReport: Sendable {
 
     public var total: Int { counts.values.reduce(0, +) }
     public var redemptionRate: Double { sent == 0 ? 0 : Double(redeemed) / Double(sent) }
+    /// Sent mail that bounced (hard or soft), and that drew a complaint.
+    public var bounced: Int { feedback.filter { $0.kind != .complaint }.reduce(0) { $0 + $1.count } }
+    public var complained: Int { feedback.filter { $0.kind == .complaint }.reduce(0) { $0 + $1.count } }
+    public var bounceRate: Double { sent == 0 ? 0 : Double(bounced) / Double(sent) }
+    public var complaintRate: Double { sent == 0 ? 0 : Double(complained) / Double(sent) }
 }

@@ -2,9 +2,10 @@ import Foundation
 
 /// Where an outbox row is in its life.
 ///
-/// `queued → sending → sent | deferred → sending … | failed | dead`, plus `expired` and `cancelled`.
+/// `queued → sending → sent | deferred → sending … | failed | dead`, plus `expired` and `cancelled`; after
+/// `sent`, what came back: `bounced` (a delivery status notification or bounce) or `complained` (a spam report).
 public enum OutboxState: String, Sendable, CaseIterable, Codable {
-    case queued, sending, sent, deferred, failed, dead, expired, cancelled
+    case queued, sending, sent, deferred, failed, dead, expired, cancelled, bounced, complained
 
     /// States the worker may still act on.
     public var isPending: Bool { self == .queued || self == .sending || self == .deferred }

@@ -4,6 +4,14 @@ import Foundation
 ///
 /// Parsed as UTF-8 bytes, not `Character`s: a `"` followed by a combining mark is still a quote.
 public enum CSVLine {
+    /// One field as RFC 4180 writes it: quoted (every `"` doubled) when it holds a quote, comma, CR or LF, or
+    /// starts or ends with a space.
+    public static func quote(_ field: String) -> String {
+        let special = field.utf8.contains { $0 == 34 || $0 == 44 || $0 == 10 || $0 == 13 }
+        guard special || field.hasPrefix(" ") || field.hasSuffix(" ") else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     public static func parse(_ line: String) throws -> [String] {
         let bytes = line.utf8
         if !bytes.contains(quote) {  // the common case: no quoting, split on commas

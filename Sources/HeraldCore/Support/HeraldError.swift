@@ -70,6 +70,8 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case credentialTooOldLoginAgain = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
             case unavailable = "UNAVAILABLE"
             case webContextCancelled = "WEB_CONTEXT_CANCELLED"
+            /// The address is on the suppression list (a hard bounce, a complaint, an unsubscribe from campaigns).
+            case recipientSuppressed = "RECIPIENT_SUPPRESSED"
         }
 
         private let backing: Backing
@@ -89,6 +91,7 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidIDPResponse = Code(.invalidIDPResponse)
         /// The user turned the sign-in down at the provider (the hosted handler's answer to the app).
         public static let webContextCancelled = Code(.webContextCancelled)
+        public static let recipientSuppressed = Code(.recipientSuppressed)
         public static let missingRequestURI = Code(.missingRequestURI)
         public static let invalidCredentialOrProviderID = Code(.invalidCredentialOrProviderID)
         public static let missingOrInvalidNonce = Code(.missingOrInvalidNonce)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 
@@ -20,9 +21,21 @@ public struct MessageComposer: Sendable {
     let campaigns: HeraldConfiguration.Campaigns
     /// Signs each message when `dkim.domain` is set.
     public let dkim: DKIMSigner?
+    /// The envelope sender of each message when `bounces.domain` is set: it names the outbox row.
+    public let verp: VERPAddress?
+    /// Signs the one-click unsubscribe links of campaign mail.
+    public let unsubscribeTokens: UnsubscribeToken?
 
-    public init(configuration: HeraldConfiguration, templates: TemplateLibrary) throws {
+    /// `mailKey` signs bounce addresses and unsubscribe links (`tokens.mailKeyFile`); without it, mail goes out
+    /// with the From address as envelope sender and campaign mail without a one-click https target.
+    public init(configuration: HeraldConfiguration, templates: TemplateLibrary, mailKey: SymmetricKey? = nil) throws {
         self.templates = templates
+        if let mailKey, !configuration.bounces.domain.isEmpty {
+            verp = VERPAddress(localPart: configuration.bounces.localPart, domain: configuration.bounces.domain, key: mailKey)
+        } else {
+            verp = nil
+        }
+        unsubscribeTokens = mailKey.map(UnsubscribeToken.init(key:))
         linkBuilder = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
         appName = configuration.project.appName
         from = try Mailbox(parsing: configuration.smtp.from)
@@ -48,14 +61,17 @@ public struct MessageComposer: Sendable {
         public var variables: [String: String] = [:]
         /// Set for campaign mail, which carries `List-Unsubscribe`.
         public var campaignID: Int64?
+        /// The outbox row: named by the VERP envelope sender and the unsubscribe token (nil for previews).
+        public var outboxID: Int64?
         /// The code lifetime when it differs from `links.lifetime`.
         public var lifetime: TimeInterval?
 
         public init(
             kind: ActionKind, email: EmailAddress, newEmail: EmailAddress?, displayName: String?, locale: LocaleTag,
             settings: ActionCodeSettings, code: String, messageID: String, requestedAt: Date, date: Date,
-            variables: [String: String] = [:], campaignID: Int64? = nil, lifetime: TimeInterval? = nil
+            variables: [String: String] = [:], campaignID: Int64? = nil, lifetime: TimeInterval? = nil, outboxID: Int64? = nil
         ) {
+            self.outboxID = outboxID
             self.variables = variables
             self.campaignID = campaignID
             self.lifetime = lifetime
@@ -95,14 +111,15 @@ public struct MessageComposer: Sendable {
         let message = MailMessage(
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
             subject: templates.subject.render(variables), text: "", html: "", messageID: input.messageID, date: input.date,
-            extraHeaders: input.campaignID.map { unsubscribeHeaders(campaign: $0, recipient: input.recipient) } ?? [])
+            extraHeaders: input.campaignID.map { _ in unsubscribeHeaders(outboxID: input.outboxID) } ?? [])
         func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> MailMessage.Body {
             guard let encoded, encoded.fits(variables) else { return MailMessage.Body(compiled.render(variables)) }
             return MailMessage.Body(encoding: .quotedPrintable) { encoded.render(variables, into: &$0) }
         }
         var bytes = try message.encoded(text: body(templates.text, templates.encodedText), html: body(templates.html, templates.encodedHTML))
         if let dkim { bytes = try dkim.sign(bytes, at: input.date) }
-        return Composed(bytes: bytes, link: link, envelopeFrom: from.address.value, recipient: input.recipient.value)
+        let envelopeFrom = input.outboxID.flatMap { id in verp?.address(for: id) } ?? from.address.value
+        return Composed(bytes: bytes, link: link, envelopeFrom: envelopeFrom, recipient: input.recipient.value)
     }
 
     /// The subject and bodies `compose` writes for `input` (previews).
@@ -128,18 +145,20 @@ public struct MessageComposer: Sendable {
         return variables
     }
 
-    /// RFC 2369 / RFC 8058 headers for campaign mail; none when no unsubscribe target is configured.
-    func unsubscribeHeaders(campaign: Int64, recipient: EmailAddress) -> [(name: String, value: String)] {
+    /// RFC 2369 / RFC 8058 headers for campaign mail: the mailto target, and Herald's one-click https target with
+    /// the row's signed token (only with a row and a key to sign it); none when neither is configured.
+    func unsubscribeHeaders(outboxID: Int64?) -> [(name: String, value: String)] {
         var targets: [String] = []
         if !campaigns.unsubscribeMailto.isEmpty { targets.append("<mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe>") }
-        if !campaigns.unsubscribeURL.isEmpty {
+        var oneClick = false
+        if !campaigns.unsubscribeURL.isEmpty, let outboxID, let unsubscribeTokens {
             let separator = campaigns.unsubscribeURL.contains("?") ? "&" : "?"
-            let email = recipient.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            targets.append("<\(campaigns.unsubscribeURL)\(separator)campaign=\(campaign)&email=\(email)>")
+            targets.append("<\(campaigns.unsubscribeURL)\(separator)token=\(unsubscribeTokens.token(for: outboxID))>")
+            oneClick = true
         }
         guard !targets.isEmpty else { return [] }
         var headers = [(name: "List-Unsubscribe", value: targets.joined(separator: ", "))]
-        if !campaigns.unsubscribeURL.isEmpty { headers.append((name: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click")) }
+        if oneClick { headers.append((name: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click")) }
         return headers
     }
 

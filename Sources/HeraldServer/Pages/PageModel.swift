@@ -16,6 +16,11 @@ struct PageModel {
     let resetForm: Bool
     let success: Bool
     let error: Bool
+    let unsubscribeConfirm: Bool
+    /// Unsubscribe pages: the confirm page, or its success (`success` is set too).
+    let unsubscribe: Bool
+    let unsubscribeAction = "/unsubscribe"
+    let token: String?
     let message: String?
     let email: String?
     let newEmail: String?
@@ -35,8 +40,11 @@ struct PageModel {
         verifyConfirm = kind == .verifyConfirm
         recoverConfirm = kind == .recoverConfirm
         resetForm = kind == .resetForm
-        success = kind == .success
+        success = kind == .success || kind == .unsubscribed
         error = kind == .error
+        unsubscribeConfirm = kind == .unsubscribeConfirm
+        unsubscribe = kind == .unsubscribeConfirm || kind == .unsubscribed || message == strings["invalid_unsubscribe"]
+        token = Self.set(form?.token)
         self.message = Self.set(message)
         email = Self.set(form?.email)
         newEmail = Self.set(form?.newEmail)

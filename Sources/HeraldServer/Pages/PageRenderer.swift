@@ -13,7 +13,7 @@ struct PageRenderer: Sendable {
     let appName: String
 
     /// The page kinds the template knows.
-    enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, success, error }
+    enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, success, error, unsubscribeConfirm, unsubscribed }
 
     init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
         template = try Self.template(at: "\(directory)/pages/page.html.mustache")
@@ -94,4 +94,6 @@ struct PageForm: Sendable {
     let continueUrl: String?
     var email: String?
     var newEmail: String?
+    /// The one-click unsubscribe token the confirm page posts back.
+    var token: String?
 }

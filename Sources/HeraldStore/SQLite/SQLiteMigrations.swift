@@ -286,6 +286,90 @@ enum SQLiteMigrations {
                     CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(recipient, campaign_id) WHERE campaign_id IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v13: bounced and complained rows; the suppression list; bounces, complaints and unsubscribes") {
+            db in
+            // SQLite cannot widen a CHECK constraint in place: the outbox is rebuilt (same columns, same order, same
+            // indexes) with two more states. GRDB runs migrations with foreign keys off and checks them afterwards.
+            // message_id loses its UNIQUE index, which nothing looks up by: a Message-ID is unique by construction
+            // (a random 64-bit prefix per process and a counter), and the index was an eighth of a campaign import's
+            // writes (75 MB for a million rows).
+            let sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox_rebuilt (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        action TEXT NOT NULL,
+                        recipient TEXT NOT NULL,            -- where the mail goes (the new address for a change)
+                        email TEXT NOT NULL,                -- the account's email
+                        new_email TEXT,
+                        locale TEXT NOT NULL,
+                        display_name TEXT,
+                        settings TEXT NOT NULL,             -- ActionCodeSettings as JSON
+                        message_id TEXT NOT NULL,           -- stable across resends; unique by construction
+                        priority INTEGER NOT NULL DEFAULT 0, -- lower is sent first
+                        state TEXT NOT NULL CHECK (state IN
+                            ('queued','sending','sent','deferred','failed','dead','expired','cancelled','bounced','complained')),
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        queued_at INTEGER NOT NULL,         -- all times: Unix milliseconds, UTC
+                        next_attempt_at INTEGER NOT NULL,
+                        lease_until INTEGER,
+                        last_reply_code INTEGER,
+                        last_reply TEXT,
+                        sent_at INTEGER,
+                        updated_at INTEGER NOT NULL,
+                        campaign_id INTEGER REFERENCES campaigns(id),
+                        variables TEXT,
+                        link_lifetime REAL,
+                        source_line INTEGER,
+                        claimed_by TEXT,
+                        due_at INTEGER,
+                        bulk_id INTEGER REFERENCES bulk_sends(id),
+                        recipient_key TEXT
+                    );
+                    INSERT INTO outbox_rebuilt SELECT * FROM outbox;
+                    DROP TABLE outbox;
+                    ALTER TABLE outbox_rebuilt RENAME TO outbox;
+                    CREATE INDEX outbox_due ON outbox(priority, next_attempt_at, id) WHERE state IN ('queued','deferred');
+                    CREATE INDEX outbox_leased ON outbox(lease_until) WHERE state = 'sending';
+                    CREATE INDEX outbox_campaign_state ON outbox(campaign_id, state) WHERE campaign_id IS NOT NULL;
+                    CREATE INDEX outbox_due_at ON outbox(due_at) WHERE state IN ('queued','deferred');
+                    CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_id, recipient) WHERE bulk_id IS NOT NULL;
+                    CREATE INDEX outbox_recipient_key ON outbox(recipient_key, action, queued_at) WHERE campaign_id IS NULL;
+                    CREATE INDEX outbox_waiting ON outbox(action, queued_at)
+                        WHERE state IN ('queued','deferred') AND campaign_id IS NULL;
+                    CREATE INDEX outbox_recipient ON outbox(recipient) WHERE campaign_id IS NULL;
+                    CREATE INDEX outbox_email ON outbox(email) WHERE campaign_id IS NULL AND email <> recipient;
+                    CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(recipient, campaign_id) WHERE campaign_id IS NOT NULL;
+
+                    -- Addresses Herald no longer mails. An unsubscribe stops campaigns ('campaigns'); the rest stop all mail.
+                    CREATE TABLE suppressions (
+                        email TEXT PRIMARY KEY,             -- lower-cased, as outbox.recipient
+                        reason TEXT NOT NULL CHECK (reason IN ('hard-bounce','soft-bounce','complaint','unsubscribe','manual')),
+                        scope TEXT NOT NULL CHECK (scope IN ('all','campaigns')),
+                        detail TEXT,
+                        outbox_id INTEGER,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+
+                    -- What came back about sent mail: bounces, complaints, one-click unsubscribes.
+                    CREATE TABLE mail_feedback (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        outbox_id INTEGER NOT NULL REFERENCES outbox(id),
+                        recipient TEXT NOT NULL,
+                        kind TEXT NOT NULL CHECK (kind IN ('hard','soft','complaint','unsubscribe')),
+                        status TEXT,                        -- enhanced status code, e.g. 5.1.1
+                        diagnostic TEXT,
+                        received_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX mail_feedback_outbox ON mail_feedback(outbox_id);
+                    CREATE INDEX mail_feedback_recipient ON mail_feedback(recipient, kind, received_at);
+                    """)
+            if let sequence {
+                try db.execute(sql: "DELETE FROM sqlite_sequence WHERE name = 'outbox'")
+                try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('outbox', ?)", arguments: [sequence])
+            }
+        }
         return migrator
     }
 }

@@ -45,12 +45,16 @@ extension SQLiteStore {
                     (SELECT e.user_agent FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1)
                         AS redeemed_user_agent,
                     EXISTS (SELECT 1 FROM action_codes c WHERE c.outbox_id = o.id AND c.superseded_at IS NOT NULL) AS superseded,
+                    f.received_at AS feedback_at,
+                    f.kind || COALESCE(' ' || f.status, '') || ': ' || COALESCE(f.diagnostic, '') AS feedback,
                     (r.id IS NULL AND (o.state = 'expired' OR (o.sent_at IS NOT NULL AND (
                         SELECT c.expires_at FROM action_codes c WHERE c.outbox_id = o.id ORDER BY c.id DESC LIMIT 1) <= :now)))
                         AS expired
                 FROM outbox o
                 LEFT JOIN action_codes r ON r.id = (
                     SELECT c.id FROM action_codes c WHERE c.outbox_id = o.id AND c.redeemed_at IS NOT NULL ORDER BY c.redeemed_at LIMIT 1)
+                LEFT JOIN mail_feedback f ON f.id = (
+                    SELECT m.id FROM mail_feedback m WHERE m.outbox_id = o.id AND m.kind != 'unsubscribe' ORDER BY m.id DESC LIMIT 1)
             ) AS o
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
             ORDER BY o.id
@@ -64,7 +68,8 @@ extension SQLiteStore {
                         queuedAt: Date(milliseconds: row["queued_at"]), sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
                         smtpReply: row["smtp_reply"], firstClickAt: (row["first_click_at"] as Int64?).map(Date.init(milliseconds:)),
                         redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
-                        redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"]))
+                        redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"],
+                        feedbackAt: (row["feedback_at"] as Int64?).map(Date.init(milliseconds:)), feedback: row["feedback"]))
             }
         }
     }

@@ -39,6 +39,7 @@ extension SQLiteStore {
             }
             // RETURNING order is unspecified; send in queue order.
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
+            try dropSuppressed(&messages, db, at: at)
             let insert = try BoundStatement(
                 db,
                 sql: """
@@ -62,6 +63,33 @@ extension SQLiteStore {
             }
             return claimed
         }
+    }
+
+    /// Cancels the claimed rows whose recipient was suppressed after they were queued (an unsubscribe stops only
+    /// campaign rows), so a campaign imported before a bounce or an unsubscribe does not mail the address again.
+    /// One probe of an empty list costs the claim nothing else.
+    private func dropSuppressed(_ messages: inout [OutboxMessage], _ db: Database, at: Int64) throws {
+        guard !messages.isEmpty, try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM suppressions)")) == true
+        else { return }
+        let lookup = try db.cachedStatement(sql: "SELECT reason, scope FROM suppressions WHERE email = ?")
+        let cancel = try db.cachedStatement(
+            sql: """
+                UPDATE outbox SET state = 'cancelled', attempts = attempts - 1, lease_until = NULL, claimed_by = NULL,
+                    updated_at = ?, last_reply = ?
+                WHERE id = ?
+                """)
+        var kept: [OutboxMessage] = []
+        kept.reserveCapacity(messages.count)
+        for message in messages {
+            guard let row = try Row.fetchOne(lookup, arguments: [message.recipient.value]),
+                (row["scope"] as String) == Suppression.Scope.all.rawValue || message.campaignID != nil
+            else {
+                kept.append(message)
+                continue
+            }
+            try cancel.execute(arguments: [at, "suppressed (\(row["reason"] as String)): not sent", message.id])
+        }
+        messages = kept
     }
 
     /// Claims the due rows (`dueRows`) for `:owner` until `:lease` and returns them.

@@ -7,6 +7,7 @@ extension SQLiteStore {
     public func report(campaign id: Int64, now: Date) throws -> CampaignReport {
         let campaign = try self.campaign(id: id)
         let counts = try self.counts(campaign: id)
+        let feedback = try feedbackCounts(campaign: id)
         return try pool.read { db in
             var replyCodes: [String: Int] = [:]
             for row in try Row.fetchAll(
@@ -42,8 +43,10 @@ extension SQLiteStore {
             let (funnel, bucket) = Self.funnel(sent: sentTimes, redeemed: redeemTimes)
             let status = campaign.status(counts: counts)
             return CampaignReport(
-                campaign: campaign, status: status, counts: counts, replyCodes: replyCodes, sent: counts[.sent] ?? 0, clicked: clicked,
-                redeemed: redeemTimes.count, timeToRedeem: Self.percentiles(durations), funnel: funnel, bucketSeconds: bucket)
+                campaign: campaign, status: status, counts: counts, replyCodes: replyCodes,
+                sent: [OutboxState.sent, .bounced, .complained].reduce(0) { $0 + (counts[$1] ?? 0) }, clicked: clicked,
+                redeemed: redeemTimes.count, timeToRedeem: Self.percentiles(durations), funnel: funnel, bucketSeconds: bucket,
+                feedback: feedback)
         }
     }
 

@@ -1,0 +1,130 @@
+import ArgumentParser
+import Foundation
+import HeraldActions
+import HeraldCore
+import HeraldMail
+import HeraldServer
+import Logging
+import ServiceLifecycle
+
+/// `herald bounces`: bounces and complaints back to their outbox rows.
+struct BouncesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bounces",
+        abstract: "Take in bounces and complaints: one on standard input, or as an LMTP/SMTP listener.",
+        discussion: """
+            Mail leaves with the envelope sender <bounces.localPart>+<outbox id>-<mac>@<bounces.domain>; route that \
+            domain to `herald bounces listen` (Postfix: transport_maps "bounces.example.com lmtp:inet:127.0.0.1:2424") or \
+            to a pipe running `herald bounces ingest --recipient ${original_recipient}`. A hard bounce or a complaint \
+            marks the row and suppresses the address; soft bounces suppress it after bounces.softLimit within \
+            bounces.softWindow.
+            """,
+        subcommands: [IngestBounce.self, ListenForBounces.self])
+}
+
+/// `herald bounces ingest`: one message on standard input, for an MTA's pipe transport or a Maildir loop.
+///
+/// Exit status: 0 when the message was recorded, ignored (an auto-reply) or matched no row (all are consumed);
+/// 75 (EX_TEMPFAIL: the MTA retries later) while the ledger is unavailable; 1 for bad configuration or input.
+struct IngestBounce: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest", abstract: "Record one bounce or complaint read from standard input.")
+
+    @OptionGroup var global: GlobalOptions
+    @Option(name: .customLong("recipient"), help: "The envelope recipient the MTA delivered to (repeatable).")
+    var recipients: [String] = []
+
+    static let maximumMessage = 10 << 20
+
+    func run() async throws {
+        let message = FileHandle.standardInput.readData(ofLength: Self.maximumMessage + 1)
+        do {
+            let runtime = try await Runtime.load(global)
+            let actions = try runtime.actions()
+            let result = try actions.ingestBounce(Array(message.prefix(Self.maximumMessage)), recipients: recipients)
+            print(IngestSummary.line(result))
+        } catch let error as HeraldError where error.code == .unavailable {
+            FileHandle.standardError.write(Data("error: \(error) (try again later)\n".utf8))
+            throw ExitCode(75)
+        } catch {
+            try await reportingErrors { throw error }
+        }
+    }
+}
+
+/// `herald bounces listen`: an LMTP (or SMTP) server the MTA delivers bounces to.
+struct ListenForBounces: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "listen",
+        abstract: "Receive bounces and complaints over LMTP or SMTP (bounces.listenHost, listenPort, dialect).",
+        discussion: """
+            Prints 'READY lmtp://host:port' once listening. Every message is answered 250 once recorded, ignored or \
+            found to match no row, so bounces are never bounced; 451 (try again) while the ledger is unavailable. \
+            SIGINT/SIGTERM stop it gracefully.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let runtime = try await Runtime.load(global)
+            let configuration = runtime.configuration
+            guard !configuration.bounces.domain.isEmpty else {
+                throw HeraldError(.invalidConfiguration, "bounces.domain is not set: Herald sends no VERP addresses, so no bounce names its row")
+            }
+            _ = try await runtime.openStoreWaiting()
+            let actions = try runtime.actions()
+            let logger = runtime.logger
+            let bounces = configuration.bounces
+            guard let dialect = MailListener.Dialect(rawValue: bounces.dialect) else {
+                throw HeraldError(.invalidConfiguration, "bounces.dialect: expected lmtp or smtp")
+            }
+            let listener = MailListener(
+                host: bounces.listenHost, port: bounces.listenPort, dialect: dialect, hostname: bounces.domain, logger: logger,
+                onBound: { port in
+                    FileHandle.standardOutput.write(Data("READY \(bounces.dialect)://\(bounces.listenHost):\(port)\n".utf8))
+                },
+                deliver: { delivery in await Self.deliver(delivery, actions: actions, logger: runtime.logger) })
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: listener, serviceName: "bounces")], gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
+            try await group.run()
+        }
+    }
+
+    /// Records one message for each of its recipients: LMTP answers per recipient.
+    static func deliver(_ delivery: MailListener.Delivery, actions: Actions, logger: Logger) async -> [MailListener.Outcome] {
+        var outcomes: [MailListener.Outcome] = []
+        for recipient in delivery.recipients {
+            do {
+                let result = try await offload { try actions.ingestBounce(delivery.data, recipients: [recipient]) }
+                logger.debug("\(IngestSummary.line(result))")
+                outcomes.append(.accepted)
+            } catch let error as HeraldError where error.code == .unavailable {
+                outcomes.append(.deferred("4.3.0 the ledger is unavailable; try again later"))
+            } catch {
+                logger.error("could not record a bounce", metadata: ["error": "\(error)"])
+                outcomes.append(.deferred("4.3.0 could not record the message"))
+            }
+        }
+        return outcomes
+    }
+}
+
+/// One line saying what a message came to.
+enum IngestSummary {
+    static func line(_ result: BounceIngestResult) -> String {
+        switch result {
+        case .recorded(let report, let outcomes):
+            let rows = outcomes.map { outcome in
+                "\(outcome.state.rawValue)\(outcome.suppressed.map { ", suppressed (\($0.reason.rawValue))" } ?? "")"
+            }
+            return "recorded \(report.kind.rawValue) \(report.format.rawValue) \(report.status ?? "-"): \(rows.joined(separator: "; "))"
+        case .ignored:
+            return "ignored: not a bounce or complaint (an auto-reply, a delay warning or a delivery notice)"
+        case .unmatched(let report):
+            return "unmatched: \(report.map { "a \($0.kind.rawValue) \($0.format.rawValue)" } ?? "a message") naming no outbox row of ours"
+        }
+    }
+}

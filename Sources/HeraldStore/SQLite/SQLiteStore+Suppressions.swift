@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func suppressions(emails: [String]) throws -> [String: Suppression] {
+        guard !emails.isEmpty else { return [:] }
+        return try pool.read { db in
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM suppressions)") == true else { return [:] }
+            var found: [String: Suppression] = [:]
+            let lookup = try db.cachedStatement(sql: "SELECT * FROM suppressions WHERE email = ?")
+            for email in Set(emails) {
+                if let row = try Row.fetchOne(lookup, arguments: [email]) { found[email] = try Self.suppression(row) }
+            }
+            return found
+        }
+    }
+
+    @discardableResult
+    public func suppress(_ entries: [Suppression], now: Date) throws -> Int {
+        guard !entries.isEmpty else { return 0 }
+        return try writeDurably { db in try entries.reduce(0) { $0 + (try Self.suppress($1, db, now: now) ? 1 : 0) } }
+    }
+
+    public func unsuppress(email: String) throws -> Bool {
+        try writeDurably { db in
+            try db.execute(sql: "DELETE FROM suppressions WHERE email = ?", arguments: [email])
+            return db.changesCount > 0
+        }
+    }
+
+    public func listSuppressions(reason: Suppression.Reason?, after: String?, limit: Int) throws -> [Suppression] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM suppressions WHERE (:reason IS NULL OR reason = :reason) AND (:after IS NULL OR email > :after)
+                    ORDER BY email LIMIT :limit
+                    """,
+                arguments: ["reason": reason?.rawValue, "after": after, "limit": limit]
+            ).map(Self.suppression)
+        }
+    }
+
+    public func recordFeedback(_ feedback: MailFeedback, softLimit: Int, softWindow: TimeInterval, now: Date) throws
+        -> FeedbackOutcome?
+    {
+        let at = now.milliseconds
+        return try writeDurably { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT recipient, state FROM outbox WHERE id = ?", arguments: [feedback.outboxID])
+            else { return nil }
+            let recipient: String = row["recipient"]
+            var state = OutboxState(rawValue: row["state"]) ?? .sent
+            try db.execute(
+                sql: """
+                    INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [feedback.outboxID, recipient, feedback.kind.rawValue, feedback.status, feedback.diagnostic, at])
+            // A report about mail Herald still holds (a late bounce of an earlier attempt) is kept, not applied to
+            // the row; a complaint outranks a bounce.
+            let next: OutboxState = feedback.kind == .complaint ? .complained : .bounced
+            if state == .sent || (state == .bounced && next == .complained) {
+                let reply = "\(next.rawValue) (\(feedback.kind.rawValue)): \(feedback.diagnostic)"
+                try db.execute(
+                    sql: "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
+                    arguments: [next.rawValue, String(reply.prefix(1000)), at, feedback.outboxID])
+                state = next
+            }
+            var suppression: Suppression?
+            switch feedback.kind {
+            case .hard: suppression = Suppression(email: recipient, reason: .hardBounce, createdAt: now)
+            case .complaint: suppression = Suppression(email: recipient, reason: .complaint, createdAt: now)
+            case .soft:
+                let recent =
+                    try Int.fetchOne(
+                        db,
+                        sql: "SELECT COUNT(*) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?",
+                        arguments: [recipient, at - Int64(softWindow * 1000)]) ?? 0
+                if recent >= softLimit {
+                    suppression = Suppression(email: recipient, reason: .softBounce, createdAt: now)
+                    suppression?.detail = "\(recent) soft bounces within \(DurationText.format(softWindow)); last: "
+                }
+            }
+            guard var entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
+            entry.outboxID = feedback.outboxID
+            entry.detail = String(((entry.detail ?? "") + feedback.diagnostic).prefix(1000))
+            let changed = try Self.suppress(entry, db, now: now)
+            return FeedbackOutcome(recipient: recipient, state: state, suppressed: changed ? entry : nil)
+        }
+    }
+
+    public func recordUnsubscribe(outboxID: Int64, now: Date) throws -> FeedbackOutcome? {
+        try writeDurably { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT recipient, state, campaign_id FROM outbox WHERE id = ? AND campaign_id IS NOT NULL",
+                    arguments: [outboxID])
+            else { return nil }
+            let recipient: String = row["recipient"]
+            let campaign: Int64 = row["campaign_id"]
+            try db.execute(
+                sql: """
+                    INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at)
+                    VALUES (?, ?, 'unsubscribe', NULL, ?, ?)
+                    """, arguments: [outboxID, recipient, "one-click unsubscribe from campaign \(campaign)", now.milliseconds])
+            let entry = Suppression(
+                email: recipient, reason: .unsubscribe, detail: "campaign \(campaign)", outboxID: outboxID, createdAt: now)
+            let changed = try Self.suppress(entry, db, now: now)
+            return FeedbackOutcome(
+                recipient: recipient, state: OutboxState(rawValue: row["state"]) ?? .sent, suppressed: changed ? entry : nil)
+        }
+    }
+
+    public func unsubscribeTarget(outboxID: Int64) throws -> (email: String, locale: String, campaign: Campaign)? {
+        try pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT o.recipient, o.locale AS recipient_locale, c.* FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
+                        WHERE o.id = ?
+                        """, arguments: [outboxID])
+            else { return nil }
+            return (row["recipient"], row["recipient_locale"], try Records.campaign(row))
+        }
+    }
+
+    public func feedbackCounts(campaign id: Int64) throws -> [FeedbackCount] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT f.kind, CASE WHEN f.status GLOB '[245].[0-9]*' THEN substr(f.status, 1, instr(substr(f.status, 3), '.') + 1)
+                        END AS class, COUNT(DISTINCT f.outbox_id) AS n
+                    FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
+                    WHERE o.campaign_id = ? AND f.kind != 'unsubscribe'
+                    GROUP BY 1, 2 ORDER BY 1, 2
+                    """, arguments: [id]
+            ).compactMap { row in
+                MailFeedback.Kind(rawValue: row["kind"]).map { FeedbackCount(kind: $0, statusClass: row["class"], count: row["n"]) }
+            }
+        }
+    }
+
+    /// Adds or widens one entry; true when the list changed.
+    static func suppress(_ entry: Suppression, _ db: Database, now: Date) throws -> Bool {
+        if let existing = try Row.fetchOne(db, sql: "SELECT scope FROM suppressions WHERE email = ?", arguments: [entry.email]) {
+            guard (existing["scope"] as String) == Suppression.Scope.campaigns.rawValue, entry.scope == .all else { return false }
+            try db.execute(
+                sql: "UPDATE suppressions SET reason = ?, scope = 'all', detail = ?, outbox_id = ?, updated_at = ? WHERE email = ?",
+                arguments: [entry.reason.rawValue, entry.detail, entry.outboxID, now.milliseconds, entry.email])
+            return true
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail, entry.outboxID, entry.createdAt.milliseconds,
+                now.milliseconds,
+            ])
+        return true
+    }
+
+    static func suppression(_ row: Row) throws -> Suppression {
+        guard let reason = Suppression.Reason(rawValue: row["reason"]), let scope = Suppression.Scope(rawValue: row["scope"]) else {
+            throw HeraldError(.notFound, "suppression of \(row["email"] as String) has an unknown reason or scope")
+        }
+        return Suppression(
+            email: row["email"], reason: reason, scope: scope, detail: row["detail"], outboxID: row["outbox_id"],
+            createdAt: Date(milliseconds: row["created_at"]))
+    }
+}

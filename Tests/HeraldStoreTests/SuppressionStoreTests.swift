@@ -1,0 +1,125 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// The suppression list and what comes back about sent mail: bounces, complaints, unsubscribes.
+@Suite struct SuppressionStoreTests {
+    let scratch = ScratchDirectory()
+    let now = Date(milliseconds: Date().milliseconds)
+
+    /// One row sent to `email`; returns its id.
+    func sentRow(_ email: String, in store: any HeraldStore) throws -> Int64 {
+        let policy = Fixture.policy()
+        let id = try store.enqueue(Fixture.request(.verifyEmail, email), messageDomain: Fixture.messageDomain)
+        let claimed = try store.claim(policy)
+        try store.record(claimed[0], Fixture.sent(at: now), policy: policy)
+        return id
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func anEntryKeepsItsFirstReasonUnlessTheNewOneStopsMoreMail(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        #expect(try store.suppressions(emails: ["a@example.com"]).isEmpty)
+        let unsubscribe = Suppression(email: "a@example.com", reason: .unsubscribe, createdAt: now)
+        #expect(unsubscribe.scope == .campaigns)
+        #expect(try store.suppress([unsubscribe], now: now) == 1)
+        #expect(try store.suppress([unsubscribe], now: now) == 0)
+        #expect(try store.suppressions(emails: ["a@example.com", "b@example.com"])["a@example.com"]?.reason == .unsubscribe)
+        let complaint = Suppression(email: "a@example.com", reason: .complaint, detail: "abuse", createdAt: now)
+        #expect(try store.suppress([complaint], now: now) == 1)
+        let widened = try #require(try store.suppressions(emails: ["a@example.com"])["a@example.com"])
+        #expect((widened.reason, widened.scope, widened.detail) == (.complaint, .all, "abuse"))
+        #expect(try store.suppress([unsubscribe], now: now) == 0, "a narrower entry never narrows a wider one")
+        #expect(try store.unsuppress(email: "a@example.com"))
+        #expect(try !store.unsuppress(email: "a@example.com"))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func theListPagesInAddressOrderAndFiltersByReason(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let entries = ["c", "a", "d", "b"].map {
+            Suppression(email: "\($0)@example.com", reason: $0 == "d" ? .complaint : .manual, createdAt: now)
+        }
+        #expect(try store.suppress(entries, now: now) == 4)
+        #expect(try store.listSuppressions(reason: nil, after: nil, limit: 2).map(\.email) == ["a@example.com", "b@example.com"])
+        #expect(try store.listSuppressions(reason: nil, after: "b@example.com", limit: 10).map(\.email) == ["c@example.com", "d@example.com"])
+        #expect(try store.listSuppressions(reason: .complaint, after: nil, limit: 10).map(\.email) == ["d@example.com"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aHardBounceMarksTheRowAndSuppressesTheAddressAtOnce(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let id = try sentRow("gone@example.com", in: store)
+        let outcome = try store.recordFeedback(
+            MailFeedback(outboxID: id, kind: .hard, status: "5.1.1", diagnostic: "550 5.1.1 user unknown"), softLimit: 3,
+            softWindow: 86_400, now: now)
+        #expect(outcome?.state == .bounced)
+        #expect(outcome?.suppressed?.reason == .hardBounce)
+        let row = try #require(try store.messages().first { $0.id == id })
+        #expect(row.state == .bounced)
+        #expect(row.lastReply?.contains("550 5.1.1 user unknown") == true)
+        let entry = try #require(try store.suppressions(emails: ["gone@example.com"])["gone@example.com"])
+        #expect((entry.reason, entry.scope, entry.outboxID) == (.hardBounce, .all, id))
+        #expect(
+            try store.recordFeedback(
+                MailFeedback(outboxID: id + 100, kind: .hard, status: nil, diagnostic: "x"), softLimit: 3,
+                softWindow: 86_400, now: now) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func softBouncesSuppressOnlyAtTheLimitWithinTheWindow(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let id = try sentRow("full@example.com", in: store)
+        let soft = MailFeedback(outboxID: id, kind: .soft, status: "4.2.2", diagnostic: "mailbox full")
+        let old = now.addingTimeInterval(-10 * 86_400)
+        #expect(try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: old)?.suppressed == nil)
+        // The first is outside the window by now: this one alone is under the limit.
+        #expect(try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: now)?.suppressed == nil)
+        let third = try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: now.addingTimeInterval(60))
+        #expect(third?.suppressed?.reason == .softBounce)
+        #expect(third?.state == .bounced)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aComplaintOutranksABounceAndFeedbackOnUnsentMailLeavesTheRowAlone(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let id = try sentRow("angry@example.com", in: store)
+        _ = try store.recordFeedback(
+            MailFeedback(outboxID: id, kind: .soft, status: "4.0.0", diagnostic: "later"), softLimit: 5,
+            softWindow: 86_400, now: now)
+        let complaint = try store.recordFeedback(
+            MailFeedback(outboxID: id, kind: .complaint, status: nil, diagnostic: "abuse"), softLimit: 5, softWindow: 86_400, now: now)
+        #expect(complaint?.state == .complained)
+        let queued = try store.enqueue(Fixture.request(.verifyEmail, "queued@example.com"), messageDomain: Fixture.messageDomain)
+        let early = try store.recordFeedback(
+            MailFeedback(outboxID: queued, kind: .hard, status: "5.1.1", diagnostic: "x"), softLimit: 5, softWindow: 86_400, now: now)
+        #expect(early?.state == .queued)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func theClaimCancelsRowsWhoseAddressWasSuppressedAfterTheyWereQueued(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let campaign = try Fixture.campaign("news", now: now, in: store)
+        _ = try Fixture.add(["unsub@example.com", "ok@example.com"], to: campaign, now: now, in: store)
+        let single = try store.enqueue(Fixture.request(.resetPassword, "unsub@example.com"), messageDomain: Fixture.messageDomain)
+        let bounced = try store.enqueue(Fixture.request(.resetPassword, "gone@example.com"), messageDomain: Fixture.messageDomain)
+        try store.suppress(
+            [
+                Suppression(email: "unsub@example.com", reason: .unsubscribe, createdAt: now),
+                Suppression(email: "gone@example.com", reason: .hardBounce, createdAt: now),
+            ], now: now)
+        let claimed = try store.claim(Fixture.policy(), now: now.addingTimeInterval(1))
+        let recipients = claimed.map { ($0.message.recipient.value, $0.message.campaignID != nil) }
+        #expect(recipients.count == 2)
+        #expect(recipients.contains { $0 == ("ok@example.com", true) })
+        #expect(recipients.contains { $0 == ("unsub@example.com", false) }, "an unsubscribe stops campaigns only")
+        #expect(!claimed.contains { $0.message.id == bounced })
+        #expect(claimed.contains { $0.message.id == single })
+        let rows = try store.messages()
+        let cancelled = rows.filter { $0.state == .cancelled }
+        #expect(Set(cancelled.map(\.recipient.value)) == ["unsub@example.com", "gone@example.com"])
+        #expect(cancelled.allSatisfy { $0.attempts == 0 && ($0.lastReply ?? "").hasPrefix("suppressed (") })
+    }
+}
