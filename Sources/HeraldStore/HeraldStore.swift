@@ -10,7 +10,9 @@ import HeraldCore
 /// let store: any HeraldStore = try SQLiteStore(path: "var/herald.sqlite")
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
-public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, AbuseStore, SuppressionStore {}
+public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, AbuseStore, SuppressionStore,
+    RequeueStore
+{}
 
 /// Opens the store a configuration names.
 public enum StoreOpener {

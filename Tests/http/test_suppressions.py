@@ -191,3 +191,25 @@ def test_rows_queued_before_a_suppression_are_not_sent(server):
     assert rows[(late, True)]["state"] == "cancelled" and "complaint" in rows[(late, True)]["last_reply"], rows
     assert rows[(early, False)]["state"] == "sent" and rows[(early, False)]["id"] == transactional, rows
     assert [m["rcpt_tos"] for m in srv.capture.messages()] == [[early]]
+
+
+def test_admin_api_retries_and_cancels_what_the_cli_does(server):
+    srv = server("--no-worker", policy={"cooldown": "0s"})
+    ada = unique_email("retry")
+    srv.sign_up(ada, PASSWORD)
+    first = int(cli(srv, "send", "reset-password", ada).stdout.decode().strip())
+    second = int(cli(srv, "send", "reset-password", ada).stdout.decode().strip())
+    dry = ok(admin_api(srv, "POST", "messages:cancel", json={"email": ada, "dryRun": True}))
+    assert dry == {"count": 2, "ids": [str(first), str(second)], "dryRun": True}, dry
+    done = ok(admin_api(srv, "POST", "messages:cancel", json={"email": ada}))
+    assert done["count"] == 2 and not done["dryRun"]
+    assert {r["state"] for r in query(srv.db_path, "SELECT state FROM outbox")} == {"cancelled"}
+    again = ok(admin_api(srv, "POST", "messages:retry", json={"states": ["cancelled"], "since": "2000-01-01T00:00:00Z"}))
+    assert again["count"] == 2
+    rows = query(srv.db_path, "SELECT state, attempts, last_reply FROM outbox")
+    assert {(r["state"], r["attempts"], r["last_reply"]) for r in rows} == {("queued", 0, "retried by admin-api")}
+    events = [(e["kind"], e["actor"]) for e in query(srv.db_path, "SELECT kind, actor FROM outbox_events ORDER BY id")]
+    assert events == [("cancelled", "admin-api")] * 2 + [("retried", "admin-api")] * 2
+    assert_error(admin_api(srv, "POST", "messages:retry", json={"states": ["sent"]}), "ARGUMENT_ERROR")
+    assert_error(admin_api(srv, "POST", "messages:retry", json={"since": "yesterday"}), "INVALID_ARGUMENT")
+    assert admin_api(srv, "POST", "messages:retry", json={}, token="wrong").status_code in (401, 403)

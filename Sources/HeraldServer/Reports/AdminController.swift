@@ -1,9 +1,11 @@
+import Foundation
 import HeraldActions
 import HeraldCore
 import Hummingbird
 import Logging
 
-/// The administrator's pages: a campaign's HTML report and the audit as JSON lines.
+/// The administrator's pages and calls: a campaign's HTML report, the audit as JSON lines, and retrying or
+/// cancelling outbox rows.
 struct AdminController: Sendable {
     let actions: Actions
 
@@ -13,6 +15,64 @@ struct AdminController: Sendable {
             .add(middleware: AdminOnlyMiddleware(admin: AdminCredential(actions.configuration.server)))
             .get("campaigns/:id", use: campaignReport)
             .get("audit", use: audit)
+            .post("messages:retry", use: retry)
+            .post("messages:cancel", use: cancel)
+    }
+
+    /// The body of `POST /admin/messages:retry` and `:cancel`: the filters of `herald messages retry|cancel`.
+    struct RequeueBody: Decodable, Sendable {
+        var states: [String]?
+        var campaign: Int64?
+        var email: String?
+        /// ISO 8601.
+        var since: String?
+        var dryRun: Bool?
+
+        func filter() throws -> RequeueFilter {
+            let states = try (states ?? []).map { value in
+                guard let state = OutboxState(rawValue: value) else { throw HeraldError(.invalidArgument, "unknown state '\(value)'") }
+                return state
+            }
+            let since = try since.map { text in
+                guard let date = try? Date(text, strategy: .iso8601) else {
+                    throw HeraldError(.invalidArgument, "since must be an ISO 8601 time")
+                }
+                return date
+            }
+            let email = try email.map { try EmailAddress($0) }
+            return RequeueFilter(states: Set(states), campaign: campaign, email: email, since: since)
+        }
+    }
+
+    /// What a retry or cancel matched: how many, and their ids (the first 1,000).
+    struct RequeueReply: Encodable, Sendable {
+        let count: Int
+        let ids: [String]
+        let dryRun: Bool
+
+        init(_ result: RequeueResult) {
+            count = result.ids.count
+            ids = result.ids.prefix(1000).map(String.init)
+            dryRun = result.dryRun
+        }
+    }
+
+    /// `POST /admin/messages:retry`: failed and dead rows (or those of `states`) back in the queue.
+    @Sendable func retry(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let body = try await request.decode(as: RequeueBody.self, context: context)
+        let filter = try body.filter()
+        let actions = actions
+        let result = try await offload { try actions.retryMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
+        return try FirebaseJSONEncoder.response(RequeueReply(result))
+    }
+
+    /// `POST /admin/messages:cancel`: queued and deferred rows cancelled before they go.
+    @Sendable func cancel(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let body = try await request.decode(as: RequeueBody.self, context: context)
+        let filter = try body.filter()
+        let actions = actions
+        let result = try await offload { try actions.cancelMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
+        return try FirebaseJSONEncoder.response(RequeueReply(result))
     }
 
     /// `GET /admin/campaigns/{id}`: the campaign's report as a standalone HTML page.

@@ -370,6 +370,20 @@ enum SQLiteMigrations {
                 try db.execute(sql: "INSERT INTO sqlite_sequence (name, seq) VALUES ('outbox', ?)", arguments: [sequence])
             }
         }
+        migrator.registerMigration("v14: operators' retries and cancels") { db in
+            try db.execute(
+                sql: """
+                    -- What an operator did to a row: requeued it with a fresh attempt budget, or cancelled it.
+                    CREATE TABLE outbox_events (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        outbox_id INTEGER NOT NULL REFERENCES outbox(id),
+                        kind TEXT NOT NULL CHECK (kind IN ('retried','cancelled')),
+                        actor TEXT NOT NULL,                -- cli, or admin-api
+                        at INTEGER NOT NULL
+                    );
+                    CREATE INDEX outbox_events_outbox ON outbox_events(outbox_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,43 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+/// What a retry or a cancel matched (and, unless a dry run, changed).
+public struct RequeueResult: Sendable, Hashable {
+    public let ids: [Int64]
+    public let dryRun: Bool
+}
+
+extension Actions {
+    /// States a retry may take rows from, and the ones it takes by default.
+    public static let retryableStates: Set<OutboxState> = [.failed, .dead, .expired, .cancelled]
+    public static let defaultRetryStates: Set<OutboxState> = [.failed, .dead]
+    /// States a cancel may take rows from (all by default): rows being sent are left to finish.
+    public static let cancellableStates: Set<OutboxState> = [.queued, .deferred]
+
+    /// Gives matching rows a second chance after the relay is fixed: requeued with a fresh attempt budget,
+    /// recorded in the ledger (`outbox_events`), their old codes dead; each gets a new code when it is sent.
+    /// Rows to suppressed addresses are requeued too and then cancelled by the claim, visibly.
+    /// - Throws: `ARGUMENT_ERROR` for a state a retry cannot take rows from.
+    public func retryMessages(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date = Date()) throws -> RequeueResult {
+        var filter = filter
+        if filter.states.isEmpty { filter.states = Self.defaultRetryStates }
+        try Self.check(filter.states, allowed: Self.retryableStates, "retry")
+        return RequeueResult(ids: try store.retry(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
+    }
+
+    /// Cancels matching queued or deferred rows before they go.
+    /// - Throws: `ARGUMENT_ERROR` for a state a cancel cannot take rows from.
+    public func cancelMessages(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date = Date()) throws -> RequeueResult {
+        var filter = filter
+        if filter.states.isEmpty { filter.states = Self.cancellableStates }
+        try Self.check(filter.states, allowed: Self.cancellableStates, "cancel")
+        return RequeueResult(ids: try store.cancel(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
+    }
+
+    private static func check(_ states: Set<OutboxState>, allowed: Set<OutboxState>, _ verb: String) throws {
+        guard let bad = states.subtracting(allowed).map(\.rawValue).sorted().first else { return }
+        let names = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+        throw HeraldError(.argumentError, "cannot \(verb) rows in state '\(bad)'; expected one of \(names)")
+    }
+}

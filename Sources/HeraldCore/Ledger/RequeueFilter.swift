@@ -1,0 +1,19 @@
+import Foundation
+
+/// Which outbox rows an operator's retry or cancel applies to.
+public struct RequeueFilter: Sendable, Hashable {
+    /// The states matched: for a retry `failed` and `dead`, for a cancel `queued` and `deferred` (the defaults).
+    public var states: Set<OutboxState>
+    public var campaign: Int64?
+    /// Rows sent to this address or about its account.
+    public var email: EmailAddress?
+    /// Rows queued at or after this time.
+    public var since: Date?
+
+    public init(states: Set<OutboxState>, campaign: Int64? = nil, email: EmailAddress? = nil, since: Date? = nil) {
+        self.states = states
+        self.campaign = campaign
+        self.email = email
+        self.since = since
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+extension SQLiteStore {
+    public func retry(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date) throws -> [Int64] {
+        let (condition, arguments) = Self.requeueCondition(filter)
+        // A cancelled campaign's rows would wait forever: the claim skips them.
+        let sql = """
+            SELECT id FROM outbox o WHERE \(condition)
+              AND (o.campaign_id IS NULL OR o.campaign_id NOT IN (SELECT id FROM campaigns WHERE state = 'cancelled'))
+            ORDER BY id
+            """
+        return try change(sql, arguments, dryRun: dryRun, event: "retried", actor: actor, now: now) { db, at in
+            try db.cachedStatement(
+                sql: """
+                    UPDATE outbox SET state = 'queued', attempts = 0, next_attempt_at = ?1, due_at = ?1, lease_until = NULL,
+                        claimed_by = NULL, updated_at = ?1, last_reply = ?2
+                    WHERE id = ?3
+                    """)
+        }
+    }
+
+    public func cancel(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date) throws -> [Int64] {
+        let (condition, arguments) = Self.requeueCondition(filter)
+        return try change(
+            "SELECT id FROM outbox o WHERE \(condition) ORDER BY id", arguments, dryRun: dryRun, event: "cancelled", actor: actor, now: now
+        ) {
+            db, at in
+            try db.cachedStatement(
+                sql: """
+                    UPDATE outbox SET state = 'cancelled', lease_until = NULL, claimed_by = NULL, updated_at = ?1, last_reply = ?2
+                    WHERE id = ?3 AND state IN ('queued','deferred')
+                    """)
+        }
+    }
+
+    /// Selects the rows, then (unless a dry run) updates each with `update`'s statement (`?1` now, `?2` the
+    /// reply, `?3` the id), voids its unredeemed codes and records the event, all in one durable transaction.
+    private func change(
+        _ select: String, _ arguments: StatementArguments, dryRun: Bool, event: String, actor: String, now: Date,
+        update: (Database, Int64) throws -> Statement
+    ) throws -> [Int64] {
+        let at = now.milliseconds
+        if dryRun { return try pool.read { db in try Int64.fetchAll(db, sql: select, arguments: arguments) } }
+        return try writeDurably { db in
+            let ids = try Int64.fetchAll(db, sql: select, arguments: arguments)
+            let statement = try update(db, at)
+            let voidCodes = try db.cachedStatement(
+                sql: """
+                    UPDATE action_codes SET superseded_at = COALESCE(superseded_at, ?1), expires_at = MIN(expires_at, ?1)
+                    WHERE outbox_id = ?2 AND redeemed_at IS NULL
+                    """)
+            let record = try db.cachedStatement(
+                sql: "INSERT INTO outbox_events (outbox_id, kind, actor, at) VALUES (?, ?, ?, ?)")
+            let reply = "\(event) by \(actor)"
+            for id in ids {
+                try statement.execute(arguments: [at, reply, id])
+                try voidCodes.execute(arguments: [at, id])
+                try record.execute(arguments: [id, event, actor, at])
+            }
+            return ids
+        }
+    }
+
+    /// The `WHERE` of a filter over `outbox o`.
+    private static func requeueCondition(_ filter: RequeueFilter) -> (String, StatementArguments) {
+        var conditions = ["o.state IN (\(filter.states.map { "'\($0.rawValue)'" }.sorted().joined(separator: ",")))"]
+        var arguments: StatementArguments = [:]
+        if let campaign = filter.campaign {
+            conditions.append("o.campaign_id = :campaign")
+            arguments += ["campaign": campaign]
+        }
+        if let email = filter.email {
+            conditions.append(addressed(to: ":email", in: "o"))
+            arguments += ["email": email.value]
+        }
+        if let since = filter.since {
+            conditions.append("o.queued_at >= :since")
+            arguments += ["since": since.milliseconds]
+        }
+        return (conditions.joined(separator: " AND "), arguments)
+    }
+}
