@@ -6,6 +6,7 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 import Logging
+import Synchronization
 
 /// What a command needs at run time, built once from the configuration file.
 struct Runtime {
@@ -13,8 +14,8 @@ struct Runtime {
     let logger: Logger
 
     static func load(_ options: GlobalOptions) async throws -> Runtime {
-        LoggingBootstrap.once()
         let configuration = try await ConfigurationLoader.load(path: options.config)
+        LoggingBootstrap.once(configuration.log)
         return Runtime(configuration: configuration, logger: Logger(label: "herald"))
     }
 
@@ -50,37 +51,57 @@ struct Runtime {
     /// The rulebook over the configured store; every command that reads or changes the ledger goes through it.
     ///
     /// Emulator mode is a `herald serve` setting (its codes live in the server's memory): commands always queue.
-    func actions() throws -> Actions {
+    func actions(creatingMailKey: Bool = true) throws -> Actions {
         var configuration = configuration
         configuration.server.emulatorMode = false
-        return try Actions(configuration: configuration, store: openStore(), composer: composer(), logger: logger)
+        return try Actions(
+            configuration: configuration, store: openStore(), composer: composer(creatingMailKey: creatingMailKey), logger: logger)
     }
 
-    func composer() throws -> MessageComposer {
+    /// `creatingMailKey: false` is for `herald bounces ingest`, which only reads bounce addresses: a key made
+    /// there (a pipe run from another directory) would match no address ever sent, so a missing one is an error.
+    func composer(creatingMailKey: Bool = true) throws -> MessageComposer {
         let templates = try TemplateLibrary(
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
-        return try MessageComposer(configuration: configuration, templates: templates, mailKey: mailKey())
+        return try MessageComposer(configuration: configuration, templates: templates, mailKey: mailKey(creating: creatingMailKey))
     }
 
     /// The key of bounce addresses and unsubscribe links, when either is configured (`tokens.mailKeyFile`).
-    func mailKey() throws -> SymmetricKey? {
+    func mailKey(creating: Bool = true) throws -> SymmetricKey? {
         guard !configuration.bounces.domain.isEmpty || !configuration.campaigns.unsubscribeURL.isEmpty else { return nil }
+        if !creating, !FileManager.default.fileExists(atPath: configuration.mailKeyPath) {
+            throw HeraldError(
+                .invalidConfiguration,
+                "tokens.mailKeyFile \(configuration.mailKeyPath) does not exist: the senders (herald worker, herald serve) create it; "
+                    + "point tokens.mailKeyFile at theirs (an absolute path)")
+        }
         return try MailKeyFile.openOrCreate(path: configuration.mailKeyPath)
     }
 }
 
-/// Logs go to standard error; `HERALD_LOG_LEVEL` (trace…critical) sets the level, default `info`.
+/// Logs go to standard error at `log.level` (`HERALD_LOG_LEVEL`), as text or, with `log.format: json`, one JSON
+/// object per line (`JSONLogHandler`). The first configuration a process loads decides.
 enum LoggingBootstrap {
-    private static let bootstrap: Void = {
-        let level = ProcessInfo.processInfo.environment["HERALD_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-    }()
+    private static let done = Atomic(false)
 
-    static func once() { _ = bootstrap }
+    static func once(_ log: HeraldConfiguration.Log) {
+        guard done.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        let level = Logger.Level(rawValue: log.level) ?? .info
+        switch log.format {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { label in
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
+    }
 }
 
 /// Pretty, key-sorted JSON with slashes as written, for `--json` output.

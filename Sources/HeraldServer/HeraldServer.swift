@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 
 /// `herald serve`'s HTTP application: the Identity Toolkit surface (v1 and legacy v3), token refresh, the
-/// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing and `/health`,
-/// all behind CORS for authorized origins.
+/// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing, `/metrics` and
+/// `/health`, all behind CORS for authorized origins.
 ///
 /// ```swift
 /// let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
@@ -23,6 +23,8 @@ public enum HeraldServer {
             appName: configuration.project.appName)
         let tokens = try actions.idTokens()  // a bad key file stops the server before it listens
         let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
+        // First, so it counts every routed request by method, route and status, with its duration (`herald_http_*`).
+        router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: UnroutedMiddleware())
         let toolkit = IdentityToolkitController(actions: actions)
         for family in IdentityToolkitController.pathFamilies {
@@ -39,6 +41,9 @@ public enum HeraldServer {
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
         router.addRoutes(SuppressionsController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
+        let metrics = MetricsController<HeraldRequestContext>(
+            token: configuration.server.metricsToken, counts: { try await actions.outboxCounts() }, logger: logger)
+        router.addRoutes(metrics.routes)
         router.get("health") { _, _ in
             let reply = HealthReply(health)
             return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)

@@ -255,7 +255,10 @@ final class LedgerDesk: @unchecked Sendable {
             lanes[handed.connection].outstanding -= 1
         }
         unlockWakingTheSendLoop()
-        for (handed, entry) in zip(batch, records) { worker.log(handed.outcome, entry.record) }
+        for (handed, entry) in zip(batch, records) {
+            worker.log(handed.outcome, entry.record)
+            worker.metrics.count(handed.outcome, entry.record)
+        }
     }
 
     /// Claims rows for one connection; an empty queue ends the lane under `--until-empty`, else it waits a while.

@@ -43,6 +43,8 @@ public struct Worker: Sendable {
     let makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher
     /// `worker.maxRate`, shared by every connection of this process.
     let rateLimiter: RateLimiter?
+    /// Counts recorded outcomes (`herald_sends_total`, …) through swift-metrics.
+    let metrics = WorkerMetrics()
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
 

@@ -197,11 +197,12 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     @Test func rfc3464GatewayDSNWithoutDiagnosticCodeExplainsWithStatusAndAction() {
+        // 5.0.0 with nothing saying the address is dead: soft, so an unexplained failure suppresses no one at once.
         let report = BounceParser.parse(crlfMessage(Self.rfc3464Gateway))
         #expect(
             report
                 == BounceReport(
-                    kind: .hard, format: .dsn, status: "5.0.0", recipient: "nair_s",
+                    kind: .soft, format: .dsn, status: "5.0.0", recipient: "nair_s",
                     diagnostic: "Status: 5.0.0 (unknown permanent failure), Action: failed"))
     }
 
@@ -313,15 +314,21 @@ struct SplitMix64: RandomNumberGenerator {
         #expect(report?.diagnostic == "connect to mx.example.net[192.0.2.20]:25: Connection timed out")
     }
 
-    @Test func fullMailboxIsSoftButOtherMailboxStatusesAreHard() {
+    @Test func onlyADeadAddressIsHardAndEveryOtherFailureSoft() {
         func kind(_ status: String, _ diagnostic: String) -> BounceReport.Kind? {
             let perRecipient = "Final-Recipient: rfc822; carol@example.org\nAction: failed\nStatus: \(status)\nDiagnostic-Code: smtp; \(diagnostic)"
             return BounceParser.parse(postfixDSN(to: "x@herald.test", recipient: "carol@example.org", perRecipient: perRecipient))?.kind
         }
         #expect(kind("5.2.2", "552 5.2.2 <carol@example.org>: Mailbox full") == .soft)
         #expect(kind("5.2.0", "550 5.2.0 Mailbox quota exceeded") == .soft)
-        #expect(kind("5.2.0", "550 5.2.0 Mailbox unavailable") == .hard)
         #expect(kind("5.2.1", "550 5.2.1 Mailbox disabled, not accepting messages") == .hard)
+        #expect(kind("5.1.1", "550 5.1.1 <carol@example.org>: Recipient address rejected: User unknown") == .hard)
+        #expect(kind("5.1.10", "550 5.1.10 RESOLVER.ADR.RecipientNotFound") == .hard)
+        // Failures that say nothing about the address: our IP blocklisted, DMARC, size, routing.
+        #expect(kind("5.7.1", "550 5.7.1 Service unavailable; client host blocked using Spamhaus") == .soft)
+        #expect(kind("5.7.26", "550 5.7.26 Unauthenticated email is not accepted") == .soft)
+        #expect(kind("5.3.4", "552 5.3.4 Message size exceeds fixed limit") == .soft)
+        #expect(kind("5.4.4", "550 5.4.4 Unable to route") == .soft)
     }
 
     @Test func dsnWhoseRecipientsWereOnlyDelayedOrDeliveredIsNothingToActOn() {
@@ -411,20 +418,24 @@ struct SplitMix64: RandomNumberGenerator {
                     diagnostic: "Feedback-Type: abuse; User-Agent: SomeGenerator/1.0"))
     }
 
-    @Test func arfNotSpamIsNothingToActOn() {
-        let message = Self.arf(
-            feedback: "Feedback-Type: not-spam\nUser-Agent: SomeGenerator/1.0\nVersion: 1",
-            returnedPart: "Content-Type: text/rfc822-headers\n\nTo: user@example.com\n")
-        #expect(BounceParser.parse(message) == nil)
+    @Test func arfOtherThanAbuseIsNothingToActOn() {
+        // not-spam, DMARC failure reports (RFC 6591 auth-failure), and reports about the message rather than a
+        // recipient's wish for mail.
+        for type in ["not-spam", "auth-failure", "fraud", "virus", "other"] {
+            let message = Self.arf(
+                feedback: "Feedback-Type: \(type)\nUser-Agent: SomeGenerator/1.0\nVersion: 1",
+                returnedPart: "Content-Type: text/rfc822-headers\n\nTo: user@example.com\n")
+            #expect(BounceParser.parse(message) == nil, "\(type)")
+        }
     }
 
     @Test func arfWithoutOriginalRcptToNamesTheReturnedMessagesRecipient() {
         let message = Self.arf(
-            feedback: "feedback-type: Fraud\nversion: 1",
+            feedback: "feedback-type: Abuse\nversion: 1",
             returnedPart: "Content-Type: text/rfc822-headers\n\nFrom: Herald <noreply@herald.test>\nTo: \"Jack\" <Jack@Example.com>\n")
         #expect(
             BounceParser.parse(message)
-                == BounceReport(kind: .complaint, format: .arf, recipient: "jack@example.com", diagnostic: "Feedback-Type: fraud"))
+                == BounceReport(kind: .complaint, format: .arf, recipient: "jack@example.com", diagnostic: "Feedback-Type: abuse"))
     }
 
     // MARK: Non-standard bounces

@@ -77,9 +77,30 @@ import Testing
         #expect(try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: old)?.suppressed == nil)
         // The first is outside the window by now: this one alone is under the limit.
         #expect(try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: now)?.suppressed == nil)
-        let third = try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: now.addingTimeInterval(60))
+        // The same message's report again counts once: the limit is on messages.
+        #expect(try store.recordFeedback(soft, softLimit: 2, softWindow: 7 * 86_400, now: now.addingTimeInterval(30))?.suppressed == nil)
+        let other = try sentRow("full@example.com", in: store)
+        let third = try store.recordFeedback(
+            MailFeedback(outboxID: other, kind: .soft, status: "4.2.2", diagnostic: "mailbox full"), softLimit: 2, softWindow: 7 * 86_400,
+            now: now.addingTimeInterval(60))
         #expect(third?.suppressed?.reason == .softBounce)
+        #expect(third?.suppressed?.expiresAt == now.addingTimeInterval(60 + 7 * 86_400), "a full mailbox empties: it lapses")
         #expect(third?.state == .bounced)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aLapsedEntryStopsNothingAndATemporaryOneNeverReplacesOneForGood(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let past = Date().addingTimeInterval(-60)
+        let lapsed = Suppression(email: "a@example.com", reason: .softBounce, createdAt: past, expiresAt: past)
+        #expect(try store.suppress([lapsed], now: past) == 1)
+        #expect(try store.suppressions(emails: ["a@example.com"]).isEmpty)
+        #expect(try store.listSuppressions(reason: nil, after: nil, limit: 10).isEmpty)
+        let unsubscribe = Suppression(email: "a@example.com", reason: .unsubscribe, createdAt: now)
+        #expect(try store.suppress([unsubscribe], now: now) == 1, "a lapsed entry is replaced")
+        let soft = Suppression(email: "a@example.com", reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(3600))
+        #expect(try store.suppress([soft], now: now) == 0, "an unsubscribe outlives a full mailbox")
+        #expect(try store.suppressions(emails: ["a@example.com"])["a@example.com"]?.reason == .unsubscribe)
     }
 
     @Test(arguments: StoreKind.allCases)

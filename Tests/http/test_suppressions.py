@@ -147,7 +147,7 @@ def test_one_click_unsubscribe_stops_campaign_mail_but_not_password_resets(serve
     # GET (a person, or a scanner pre-fetching the link) changes nothing.
     for _ in range(2):
         page = requests.get(path, timeout=10)
-        assert page.status_code == 200 and reader in page.text and 'action="/unsubscribe"' in page.text, page.text
+        assert page.status_code == 200 and reader in page.text and 'action=""' in page.text, page.text
     assert query(srv.db_path, "SELECT COUNT(*) AS n FROM suppressions")[0]["n"] == 0
 
     forged = requests.post(srv.url + "/unsubscribe?token=" + token[:-2] + "AA", data="List-Unsubscribe=One-Click",

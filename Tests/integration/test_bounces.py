@@ -22,7 +22,7 @@ VERP = re.compile(r"^bounces\+(\d+)-([0-9a-f]{16})@bounces\.test$")
 
 def config_for(tmp_path, capture, **extra):
     bounces = {"domain": DOMAIN, "softLimit": 2, "listenPort": 0, **extra.pop("bounces", {})}
-    return write_config(tmp_path, capture, bounces=bounces, **extra)
+    return write_config(tmp_path, capture, bounces=bounces, policy={"cooldown": "0s"}, **extra)
 
 
 def send_three(herald, tmp_path, capture, config) -> dict:
@@ -107,19 +107,29 @@ def test_bounces_and_complaints_reach_their_rows_and_suppress_the_address(herald
     assert row(tmp_path, angry_id)["state"] == "complained"
     assert suppressions(tmp_path)["angry@example.net"] == ("complaint", "all")
 
-    # Soft bounces: the row is marked each time; the address is suppressed at the second (softLimit 2).
+    # Soft bounces: the row is marked; the address is suppressed at the second soft-bounced *message*
+    # (softLimit 2) — the same report delivered twice counts once.
     soft = dsn(full_verp, "full@example.net", "4.2.2", diagnostic="smtp; 452 4.2.2 Mailbox full")
     assert ingest(herald, config, soft, full_verp).returncode == 0
-    assert row(tmp_path, full_id)["state"] == "bounced" and "full@example.net" not in suppressions(tmp_path)
     assert ingest(herald, config, soft, full_verp).returncode == 0
+    assert row(tmp_path, full_id)["state"] == "bounced" and "full@example.net" not in suppressions(tmp_path)
+    again = herald.send("verify-email", "full@example.net", "--continue-url", "https://app.example.com/done", config=config)
+    herald.worker_until_empty(config)
+    again_verp = [m["mail_from"] for m in capture.messages() if m["rcpt_tos"] == ["full@example.net"]][-1]
+    assert VERP.match(again_verp) and int(VERP.match(again_verp).group(1)) == again
+    soft = dsn(again_verp, "full@example.net", "5.2.2", diagnostic="smtp; 552 5.2.2 Mailbox full")
+    assert ingest(herald, config, soft, again_verp).returncode == 0
     assert suppressions(tmp_path)["full@example.net"] == ("soft-bounce", "all")
+    lapses = query(db_path(tmp_path), "SELECT expires_at - created_at AS span FROM suppressions WHERE email = 'full@example.net'")
+    assert lapses[0]["span"] == 7 * 86_400_000, "a soft-bounce suppression lapses after bounces.softWindow"
 
     kinds = [(r["outbox_id"], r["kind"], r["status"]) for r in
              query(db_path(tmp_path), "SELECT outbox_id, kind, status FROM mail_feedback ORDER BY id")]
     assert kinds == [(hard_id, "hard", "5.1.1"), (angry_id, "complaint", None), (full_id, "soft", "4.2.2"),
-                     (full_id, "soft", "4.2.2")], kinds
+                     (full_id, "soft", "4.2.2"), (again, "soft", "5.2.2")], kinds
 
     listed = {m["id"]: m["state"] for m in herald.messages(config)}
+    assert listed[again] == "bounced"
     assert (listed[hard_id], listed[angry_id], listed[full_id]) == ("bounced", "complained", "bounced"), listed
     audit = [json.loads(line) for line in herald("audit", "--format", "jsonl", config=config).stdout.splitlines()]
     by_id = {r["id"]: r for r in audit}
@@ -153,14 +163,19 @@ def test_forged_addresses_auto_replies_and_strangers_change_nothing(herald, tmp_
     assert query(db_path(tmp_path), "SELECT COUNT(*) AS n FROM mail_feedback")[0]["n"] == 0
 
 
-def test_ingest_without_a_bounce_domain_is_a_configuration_error(herald, tmp_path, capture):
+def test_ingest_without_a_bounce_domain_or_mail_key_defers_the_message(herald, tmp_path, capture):
     config = write_config(tmp_path, capture)
     result = ingest(herald, config, b"Subject: x\r\n\r\nbody\r\n", "bounces+1-0123456789abcdef@bounces.test")
-    assert result.returncode == 1, result
+    assert result.returncode == 75, result  # EX_TEMPFAIL: the MTA keeps the bounce while the operator fixes this
     lines = [line for line in result.stderr.decode().splitlines() if line.strip()]
     assert len(lines) == 1 and "bounces.domain" in lines[0], lines
     listen = herald("bounces", "listen", config=config, check=False)
     assert listen.returncode == 1 and "bounces.domain" in listen.stderr
+    # With the domain but no key yet (nothing was sent), ingest must not make a key of its own.
+    config = config_for(tmp_path, capture)
+    result = ingest(herald, config, b"Subject: x\r\n\r\nbody\r\n", "bounces+1-0123456789abcdef@bounces.test")
+    assert result.returncode == 75 and b"mailKeyFile" in result.stderr, result
+    assert not (tmp_path / "mail-key").exists()
 
 
 def test_the_lmtp_listener_records_each_recipient_and_answers_per_recipient(herald, tmp_path, capture):

@@ -31,7 +31,9 @@ def test_failed_mail_is_retried_with_a_new_code_once_the_relay_is_fixed(herald, 
     old = codes(tmp_path, ids["bad1@example.com"])
     assert len(old) == 1 and old[0]["superseded_at"] is None
 
-    dry = herald("messages", "retry", "--dry-run", config=config)
+    unnarrowed = herald("messages", "retry", "--dry-run", config=config, check=False)
+    assert unnarrowed.returncode == 1 and "name a campaign, an email or a time" in unnarrowed.stderr, unnarrowed.stderr
+    dry = herald("messages", "retry", "--all", "--dry-run", config=config)
     assert f"would have retried 2 message(s): {ids['bad1@example.com']}, {ids['bad2@example.com']}" in dry.stdout, dry.stdout
     assert states(tmp_path)["bad1@example.com"] == "failed", "a dry run changes nothing"
     only = herald("messages", "retry", "--email", "bad1@example.com", config=config)

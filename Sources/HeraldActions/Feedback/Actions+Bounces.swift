@@ -22,15 +22,48 @@ extension Actions {
     /// hard, soft or complaint, with the remote server's diagnostic.
     /// - Throws: `INVALID_CONFIGURATION` when `bounces.domain` is not set; `UNAVAILABLE` when the ledger is.
     public func ingestBounce(_ message: [UInt8], recipients: [String], now: Date = Date()) throws -> BounceIngestResult {
-        guard let verp else {
-            throw HeraldError(.invalidConfiguration, "bounces.domain is not set: Herald sends no VERP addresses, so no bounce names its row")
-        }
+        let verp = try bounceAddresses()
         var ids: [Int64] = []
         for recipient in recipients {
             if let id = verp.outboxID(in: recipient), !ids.contains(id) { ids.append(id) }
         }
         if ids.isEmpty { ids = verp.outboxIDs(in: message) }
-        guard let report = BounceParser.parse(message) else { return .ignored }
+        return try record(BounceParser.parse(message), for: ids, now: now)
+    }
+
+    /// An LMTP delivery: one result per envelope recipient, the message read once. A recipient that is a VERP
+    /// address of ours names its row; the others share the rows named inside the message, recorded once.
+    public func ingestBounce(_ message: [UInt8], eachOf recipients: [String], now: Date = Date()) -> [Result<
+        BounceIngestResult, any Error
+    >] {
+        let verp: VERPAddress
+        do {
+            verp = try bounceAddresses()
+        } catch {
+            return recipients.map { _ in .failure(error) }
+        }
+        let report = BounceParser.parse(message)
+        var inside: Result<BounceIngestResult, any Error>?
+        return recipients.map { recipient in
+            if let id = verp.outboxID(in: recipient) { return Result { try record(report, for: [id], now: now) } }
+            if let inside { return inside }
+            let result = Result { try record(report, for: verp.outboxIDs(in: message), now: now) }
+            inside = result
+            return result
+        }
+    }
+
+    /// - Throws: `INVALID_CONFIGURATION` when `bounces.domain` is not set.
+    private func bounceAddresses() throws -> VERPAddress {
+        guard let verp else {
+            throw HeraldError(.invalidConfiguration, "bounces.domain is not set: Herald sends no VERP addresses, so no bounce names its row")
+        }
+        return verp
+    }
+
+    /// Records a report against the rows it names (at most 100).
+    private func record(_ report: BounceReport?, for ids: [Int64], now: Date) throws -> BounceIngestResult {
+        guard let report else { return .ignored }
         guard !ids.isEmpty else { return .unmatched(report) }
         var outcomes: [FeedbackOutcome] = []
         for id in ids.prefix(100) {

@@ -5,15 +5,24 @@ import HeraldCore
 public enum SuppressionCSV {
     public static let header = "email,reason,scope,detail,created_at"
 
+    /// One entry; a detail (a remote server's text) is kept to one line and never starts like a spreadsheet formula.
     public static func line(_ entry: Suppression) -> String {
-        [entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail ?? "", entry.createdAt.iso8601].map(CSVLine.quote)
+        let detail = inert(entry.detail?.split(whereSeparator: \.isNewline).joined(separator: " ") ?? "")
+        return [entry.email, entry.reason.rawValue, entry.scope.rawValue, detail, entry.createdAt.iso8601].map(CSVLine.quote)
             .joined(separator: ",")
+    }
+
+    /// `'=cmd…` for a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR: OWASP's list).
+    static func inert(_ cell: String) -> String {
+        guard let first = cell.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return cell }
+        return "'" + cell
     }
 
     public typealias Entry = (email: String, reason: Suppression.Reason, scope: Suppression.Scope, detail: String?)
 
     /// The entries of a CSV text (addresses validated) and a line per problem (`line N: …`).
     public static func parse(_ text: String, defaultReason: Suppression.Reason) -> ([Entry], [String]) {
+        let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated().map {
             ($0.offset + 1, String($0.element))
         }

@@ -4,12 +4,16 @@ import HeraldCore
 /// Attempts with codes that do not exist: counted per hour (never a row each), and past a client network's
 /// `limits.ipBadCodesPerMinute` not recorded at all; the answer stays the same, so a scanner learns nothing.
 extension Actions {
-    /// Runs a code check or redemption for `visitor`, charging the visitor's network when the code is bad.
+    /// Runs a redemption for `visitor`, counting its outcome (`herald_redemptions_total`) and charging the visitor's
+    /// network when the code is bad.
     func checkingCode<T>(_ visitor: Visitor, now: Date, _ body: (Visitor) throws -> T) throws -> T {
         do {
-            return try body(screened(visitor, now: now))
-        } catch let error as HeraldError where error.code == .invalidOOBCode {
-            chargeBadCode(visitor, now: now)
+            let value = try body(screened(visitor, now: now))
+            ActionMetrics.redemption()
+            return value
+        } catch {
+            ActionMetrics.redemption(refusedWith: error)
+            if let error = error as? HeraldError, error.code == .invalidOOBCode { chargeBadCode(visitor, now: now) }
             throw error
         }
     }

@@ -92,6 +92,7 @@ extension Actions {
             let detail = problem.code.rawValue
             try store.recordLinkEvent(codeID: record?.id, kind: .rejected, visitor: screened(visitor, now: now), detail: detail, now: now)
             if record == nil { chargeBadCode(visitor, now: now) }
+            ActionMetrics.redemption(refusedWith: problem)
             throw problem
         }
         let hash = try PasswordHasher.hash(newPassword)

@@ -22,7 +22,7 @@ extension Actions {
     public func retryMessages(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date = Date()) throws -> RequeueResult {
         var filter = filter
         if filter.states.isEmpty { filter.states = Self.defaultRetryStates }
-        try Self.check(filter.states, allowed: Self.retryableStates, "retry")
+        try Self.check(filter, allowed: Self.retryableStates, "retry")
         return RequeueResult(ids: try store.retry(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
     }
 
@@ -31,8 +31,15 @@ extension Actions {
     public func cancelMessages(_ filter: RequeueFilter, actor: String, dryRun: Bool, now: Date = Date()) throws -> RequeueResult {
         var filter = filter
         if filter.states.isEmpty { filter.states = Self.cancellableStates }
-        try Self.check(filter.states, allowed: Self.cancellableStates, "cancel")
+        try Self.check(filter, allowed: Self.cancellableStates, "cancel")
         return RequeueResult(ids: try store.cancel(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
+    }
+
+    private static func check(_ filter: RequeueFilter, allowed: Set<OutboxState>, _ verb: String) throws {
+        try check(filter.states, allowed: allowed, verb)
+        guard filter.isNarrowed || filter.all else {
+            throw HeraldError(.argumentError, "name a campaign, an email or a time to \(verb) (or all, for every matching row)")
+        }
     }
 
     private static func check(_ states: Set<OutboxState>, allowed: Set<OutboxState>, _ verb: String) throws {

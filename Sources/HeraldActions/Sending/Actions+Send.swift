@@ -32,7 +32,10 @@ extension Actions {
         }
         let quota = caller == .app ? sendQuota(for: target) : nil
         if let refusal = target.refusal {
-            guard caller == .app, configuration.server.enumerationProtection, !request.returnLink else { throw refusal }
+            // A suppression is never told to an app caller (it is no Firebase error, and its reason is the
+            // recipient's business): they get the usual answer, with or without enumeration protection.
+            let silent = configuration.server.enumerationProtection || refusal.code == .recipientSuppressed
+            guard caller == .app, silent, !request.returnLink else { throw refusal }
             // As durable, as throttled and as counted as a real send, so neither the time nor the limits tell them apart.
             try limited(now: now) { try store.recordSuppressed(action, reason: refusal.code, throttle: throttle, quota: quota, now: now) }
             latencies.pad(since: started)
@@ -80,6 +83,7 @@ extension Actions {
 
     /// Counts a refusal for the ledger (written at most once a second) and returns the error to answer with.
     func refused(_ refusal: LimitRefusal, now: Date) -> HeraldError {
+        ActionMetrics.throttled(limit: refusal.counter)
         if let counts = tally.note(counter: refusal.counter, key: refusal.key, now: now) {
             do {
                 try store.addAbuseCounts(counts)

@@ -25,7 +25,8 @@ struct BouncesCommand: AsyncParsableCommand {
 /// `herald bounces ingest`: one message on standard input, for an MTA's pipe transport or a Maildir loop.
 ///
 /// Exit status: 0 when the message was recorded, ignored (an auto-reply) or matched no row (all are consumed);
-/// 75 (EX_TEMPFAIL: the MTA retries later) while the ledger is unavailable; 1 for bad configuration or input.
+/// 75 (EX_TEMPFAIL: the MTA keeps the message and retries) for anything else — an unavailable ledger, a missing
+/// mail key, bad configuration — so no bounce is lost to a double bounce while the operator fixes it.
 struct IngestBounce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest", abstract: "Record one bounce or complaint read from standard input.")
@@ -40,14 +41,13 @@ struct IngestBounce: AsyncParsableCommand {
         let message = FileHandle.standardInput.readData(ofLength: Self.maximumMessage + 1)
         do {
             let runtime = try await Runtime.load(global)
-            let actions = try runtime.actions()
+            let actions = try runtime.actions(creatingMailKey: false)
             let result = try actions.ingestBounce(Array(message.prefix(Self.maximumMessage)), recipients: recipients)
             print(IngestSummary.line(result))
-        } catch let error as HeraldError where error.code == .unavailable {
-            FileHandle.standardError.write(Data("error: \(error) (try again later)\n".utf8))
-            throw ExitCode(75)
         } catch {
-            try await reportingErrors { throw error }
+            let line = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
+            FileHandle.standardError.write(Data("error: \(line) (exit 75: the MTA keeps the message and tries again)\n".utf8))
+            throw ExitCode(75)
         }
     }
 }
@@ -93,22 +93,31 @@ struct ListenForBounces: AsyncParsableCommand {
         }
     }
 
-    /// Records one message for each of its recipients: LMTP answers per recipient.
+    /// Records one message for each of its recipients, read once: LMTP answers per recipient.
     static func deliver(_ delivery: MailListener.Delivery, actions: Actions, logger: Logger) async -> [MailListener.Outcome] {
-        var outcomes: [MailListener.Outcome] = []
-        for recipient in delivery.recipients {
-            do {
-                let result = try await offload { try actions.ingestBounce(delivery.data, recipients: [recipient]) }
-                logger.debug("\(IngestSummary.line(result))")
-                outcomes.append(.accepted)
-            } catch let error as HeraldError where error.code == .unavailable {
-                outcomes.append(.deferred("4.3.0 the ledger is unavailable; try again later"))
-            } catch {
+        let results: [Result<BounceIngestResult, any Error>]
+        do {
+            results = try await offload { actions.ingestBounce(delivery.data, eachOf: delivery.recipients) }
+        } catch {
+            return delivery.recipients.map { _ in .deferred("4.3.0 could not record the message") }
+        }
+        return results.map { result in
+            switch result {
+            case .success(let ingested):
+                if case .unmatched = ingested {
+                    logger.warning(
+                        "a bounce named no outbox row of ours (no VERP address with a valid MAC: is tokens.mailKeyFile the senders'?)")
+                } else {
+                    logger.debug("\(IngestSummary.line(ingested))")
+                }
+                return .accepted
+            case .failure(let error as HeraldError) where error.code == .unavailable:
+                return .deferred("4.3.0 the ledger is unavailable; try again later")
+            case .failure(let error):
                 logger.error("could not record a bounce", metadata: ["error": "\(error)"])
-                outcomes.append(.deferred("4.3.0 could not record the message"))
+                return .deferred("4.3.0 could not record the message")
             }
         }
-        return outcomes
     }
 }
 

@@ -64,6 +64,7 @@ struct RequeueOptions: ParsableArguments {
     @Option(help: "Only rows of this campaign.") var campaign: Int64?
     @Option(help: "Only rows for this address (recipient or account email).") var email: String?
     @Option(help: "Only rows queued at or after this time (ISO 8601, now, +10m).") var since: String?
+    @Flag(help: "Every matching row: needed when no --campaign, --email or --since narrows the change.") var all = false
     @Flag(help: "List what would change; change nothing.") var dryRun = false
 
     func filter() throws -> RequeueFilter {
@@ -76,7 +77,7 @@ struct RequeueOptions: ParsableArguments {
         }
         return RequeueFilter(
             states: Set(states), campaign: campaign, email: try email.map { try EmailAddress($0) },
-            since: try since.map(CreateCampaign.parseTime))
+            since: try since.map(CreateCampaign.parseTime), all: all)
     }
 
     /// `retried 3 message(s): 4, 7, 9` (ids listed up to 100).

@@ -27,6 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingErrors {
             CurlSMTPDispatcher.initializeLibrary()  // before any thread starts
             let runtime = try await Runtime.load(global)
+            HeraldMetrics.bootstrap()  // before the worker makes its counters
             let configuration = runtime.configuration
             let store = try await runtime.openStoreWaiting()
             let composer = try runtime.composer()

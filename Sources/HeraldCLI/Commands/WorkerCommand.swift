@@ -1,10 +1,13 @@
 import ArgumentParser
 import Foundation
+import HeraldActions
 import HeraldMail
+import HeraldServer
 import HeraldWorker
 import ServiceLifecycle
 
-/// `herald worker`: sends due mail until stopped (or until the queue is empty), as a service group of one.
+/// `herald worker`: sends due mail until stopped (or until the queue is empty), as a service group: the worker, and
+/// its metrics listener when `worker.metricsPort` is set.
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
@@ -20,21 +23,34 @@ struct WorkerCommand: AsyncParsableCommand {
         try await reportingErrors {
             CurlSMTPDispatcher.initializeLibrary()  // before any thread starts
             let runtime = try await Runtime.load(global)
+            HeraldMetrics.bootstrap()  // before the worker makes its counters
             let configuration = runtime.configuration
             let connections = concurrency ?? configuration.smtp.connections
             guard (1...64).contains(connections) else { throw ValidationError("--concurrency must be from 1 to 64") }
             let settings = SMTPSettings(configuration.smtp)
-            let worker = Worker(
-                store: try await runtime.openStoreWaiting(), composer: try runtime.composer(), configuration: configuration, logger: runtime.logger
-            ) { lanes in try CurlSMTPDispatcher(settings: settings, lanes: lanes) }
+            let store = try await runtime.openStoreWaiting()
+            let composer = try runtime.composer()
+            let worker = Worker(store: store, composer: composer, configuration: configuration, logger: runtime.logger) { lanes in
+                try CurlSMTPDispatcher(settings: settings, lanes: lanes)
+            }
             runtime.logger.info(
                 "worker started",
                 metadata: ["smtp": "\(Self.redacted(configuration.smtp.url))", "connections": "\(connections)", "untilEmpty": "\(untilEmpty)"])
             let service = WorkerService(worker: worker, concurrency: connections, untilEmpty: untilEmpty)
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+            if configuration.worker.metricsPort != 0 {
+                // Listed first, so it stops last: the final counts can still be scraped while the worker drains.
+                let actions = Actions(configuration: configuration, store: store, composer: composer, logger: runtime.logger)
+                let logger = runtime.logger
+                let host = configuration.worker.metricsHost
+                let metrics = HeraldServer.metricsApplication(
+                    configuration: configuration, counts: { try await actions.outboxCounts() }, logger: logger
+                ) { port in logger.info("metrics listening", metadata: ["url": "http://\(host):\(port)/metrics"]) }
+                services.append(.init(service: metrics, serviceName: "metrics"))
+            }
+            services.append(.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker"))
             let group = ServiceGroup(
-                configuration: .init(
-                    services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker")],
-                    gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))
+                configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))
             try await StopSignals.run(group)
         }
     }

@@ -25,7 +25,7 @@ public enum ConfigurationLoader {
         let clientSecrets = environment.keys.filter { $0.hasPrefix("HERALD_PROVIDERS_") && $0.hasSuffix("_CLIENT_SECRET") }
         let secrets = Set(clientSecrets).union([
             "HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET",
-            "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET",
+            "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET", "HERALD_SERVER_METRICS_TOKEN",
         ])
         let env = EnvironmentVariablesProvider(
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
@@ -96,6 +96,21 @@ struct ConfigurationParser {
         }
         c.bounces.softLimit = try await number("bounces.softLimit", c.bounces.softLimit, in: 1...1000)
         c.bounces.softWindow = try await duration("bounces.softWindow", c.bounces.softWindow, positive: true)
+    }
+
+    /// `log.*`, `server.metricsToken` and the worker's metrics listener.
+    func parseObservability(_ c: inout HeraldConfiguration) async throws {
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        c.log.level = try await text("log.level", c.log.level) {
+            levels.contains($0) ? nil : "expected one of \(levels.joined(separator: ", ")), got '\($0)'"
+        }
+        let format = try await text("log.format", c.log.format.rawValue) {
+            HeraldConfiguration.Log.Format(rawValue: $0) == nil ? "expected text or json, got '\($0)'" : nil
+        }
+        c.log.format = HeraldConfiguration.Log.Format(rawValue: format)!
+        c.server.metricsToken = try await text("server.metricsToken", c.server.metricsToken, secret: true) { _ in nil }
+        c.worker.metricsHost = try await text("worker.metricsHost", c.worker.metricsHost) { $0.isEmpty ? "must not be empty" : nil }
+        c.worker.metricsPort = try await number("worker.metricsPort", c.worker.metricsPort, in: 0...65535)
     }
 
     func parseDKIM(_ c: inout HeraldConfiguration) async throws {
@@ -262,6 +277,7 @@ struct ConfigurationParser {
         c.limits.ipSignInFailuresPerHour = try await number(
             "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
+        try await parseObservability(&c)
         c.providers = try await providers()
         if c.ledger.eventRetention > 0 && c.ledger.eventRetention < 86_400 {
             // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they

@@ -19,6 +19,7 @@ public struct HeraldConfiguration: Sendable {
     public var limits = Limits()
     public var ledger = Ledger()
     public var providers = Providers()
+    public var log = Log()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 
@@ -110,6 +111,22 @@ public struct HeraldConfiguration: Sendable {
         public var maxHeaderBytes = 32 * 1024
         /// Most header fields in one request.
         public var maxHeaderCount = 100
+        /// `Authorization: Bearer <metricsToken>` is required for `/metrics` (here and on the worker's metrics port)
+        /// when set; empty serves it to anyone who can reach the port.
+        public var metricsToken = ""
+        public init() {}
+    }
+
+    /// What the processes log, and how: to standard error, as text or one JSON object per line.
+    public struct Log: Sendable {
+        /// `text`: swift-log's lines; `json`: one object per line with the keys `time`, `level`, `label`, `message`, `metadata`.
+        public enum Format: String, Sendable, CaseIterable {
+            case text, json
+        }
+
+        /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`.
+        public var level = "info"
+        public var format = Format.text
         public init() {}
     }
 
@@ -317,6 +334,9 @@ public struct HeraldConfiguration: Sendable {
         public var heartbeatTimeout: TimeInterval = 30
         /// Global cap on messages per second across all mail and connections; 0 means none.
         public var maxRate: Double = 0
+        /// `herald worker` serves `GET /metrics` (Prometheus text) on this address; port 0 means no metrics listener.
+        public var metricsHost = "127.0.0.1"
+        public var metricsPort = 0
         public init() {}
     }
 }

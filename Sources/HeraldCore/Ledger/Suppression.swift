@@ -30,8 +30,14 @@ public struct Suppression: Sendable, Hashable, Codable {
     /// The outbox row that caused it, when one did.
     public var outboxID: Int64?
     public var createdAt: Date
+    /// When it lapses: soft-bounce suppressions last `bounces.softWindow` (a full mailbox empties); nil is for good.
+    public var expiresAt: Date?
 
-    public init(email: String, reason: Reason, scope: Scope? = nil, detail: String? = nil, outboxID: Int64? = nil, createdAt: Date) {
+    public init(
+        email: String, reason: Reason, scope: Scope? = nil, detail: String? = nil, outboxID: Int64? = nil, createdAt: Date,
+        expiresAt: Date? = nil
+    ) {
+        self.expiresAt = expiresAt
         self.email = email
         self.reason = reason
         self.scope = scope ?? reason.defaultScope

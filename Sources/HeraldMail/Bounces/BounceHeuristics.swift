@@ -75,7 +75,7 @@ enum BounceHeuristics {
             }
         }
         for line in lines {
-            if let code = BounceText.smtpCode(in: line) { return report(BounceText.kind(smtpCode: code), line: line) }
+            if let code = BounceText.smtpCode(in: line) { return report(BounceText.kind(smtpCode: code, context: line), line: line) }
         }
         for line in lines {
             let lower = line.lowercased()

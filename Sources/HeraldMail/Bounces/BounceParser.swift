@@ -46,12 +46,13 @@ public enum BounceParser {
         return (report, report.parts[1])
     }
 
-    /// An ARF report (RFC 5965 §3.1): a complaint unless its Feedback-Type is not-spam. The recipient is
-    /// Original-Rcpt-To, else the To of the returned message or headers.
+    /// An ARF report (RFC 5965 §3.1): a complaint when its Feedback-Type is `abuse` (or missing); the other types
+    /// (`auth-failure` DMARC reports, `fraud`, `virus`, `other`, `not-spam`) say nothing against the recipient's
+    /// wish for mail and are ignored. The recipient is Original-Rcpt-To, else the To of the returned message.
     static func complaint(_ part: MIMEPart, report: MIMEPart) -> BounceReport? {
         let fields = HeaderFields.groups(part.decodedBody[...]).flatMap { $0 }
         let type = fields[field: "feedback-type"]?.lowercased().split(whereSeparator: \.isWhitespace).first.map(String.init)
-        if type == "not-spam" { return nil }
+        guard type == nil || type == "abuse" else { return nil }
         let returned = report.parts.lazy.compactMap(\.embedded).first
         let recipient =
             fields[field: "original-rcpt-to"].flatMap(BounceText.recipient(inField:))
@@ -91,7 +92,8 @@ public enum BounceParser {
         let status = BounceText.enhancedStatus(in: failed[field: "status"] ?? "") ?? diagnosticCode.flatMap(BounceText.enhancedStatus)
         let smtpCode = diagnosticCode.flatMap(BounceText.smtpCode)
         let kind =
-            status.flatMap { BounceText.kind(status: $0, context: diagnosticCode ?? "") } ?? smtpCode.map(BounceText.kind) ?? .hard
+            status.flatMap { BounceText.kind(status: $0, context: diagnosticCode ?? "") }
+            ?? smtpCode.map { BounceText.kind(smtpCode: $0, context: diagnosticCode ?? "") } ?? .soft
         let recipient =
             (failed[field: "final-recipient"] ?? failed[field: "original-recipient"]).flatMap(BounceText.recipient(inField:))
             ?? message.field("x-failed-recipients").flatMap { BounceText.addresses(in: $0).first }

@@ -38,18 +38,36 @@ enum BounceText {
         return nil
     }
 
-    /// Hard for a permanent failure, soft for a transient one or a full mailbox (5.2.2, or 5.2.0 with words of
-    /// quota in `context`); nil for a status that is no failure.
+    /// Hard only when the address itself is dead: an addressing failure (5.1.x: no such mailbox, bad domain, bad
+    /// syntax, moved) or a disabled mailbox (5.2.1). Every other failure is soft: a transient one (4.x.x), a full
+    /// mailbox (5.2.2, or 5.2.0 with words of quota in `context`), and the permanent ones that say nothing about
+    /// the address (5.7.x policy such as a blocklisted sending IP or DMARC, 5.3.x/5.4.x/5.5.x/5.6.x system,
+    /// routing, protocol and content): suppressing on those would cut a whole provider's users off mail they
+    /// ask for. Nil for a status that is no failure.
     static func kind(status: String, context: some StringProtocol) -> BounceReport.Kind? {
         if status.hasPrefix("4.") { return .soft }
         guard status.hasPrefix("5.") else { return nil }
-        if status == "5.2.2" || (status == "5.2.0" && mentionsQuota(context)) { return .soft }
-        return .hard
+        if status.hasPrefix("5.1.") || status == "5.2.1" { return .hard }
+        if status == "5.0.0" && !mentionsQuota(context) && mentionsDeadAddress(context) { return .hard }
+        return .soft
     }
 
-    /// 552 (storage exceeded) and 4xx are soft; other 5xx hard.
-    static func kind(smtpCode: Int) -> BounceReport.Kind {
-        smtpCode == 552 || smtpCode < 500 ? .soft : .hard
+    /// Without an enhanced status: 550, 551 and 553 name a bad or unknown mailbox when the text says so; 552
+    /// (storage exceeded), 554 (transaction failed, often policy) and 4xx are soft.
+    static func kind(smtpCode: Int, context: some StringProtocol = "") -> BounceReport.Kind {
+        guard [550, 551, 553].contains(smtpCode) else { return .soft }
+        return mentionsDeadAddress(context) || context.isEmpty ? .hard : .soft
+    }
+
+    /// Words of an address that does not exist (or no longer does).
+    static func mentionsDeadAddress(_ text: some StringProtocol) -> Bool {
+        let text = text.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")  // unfolded
+        return [
+            "user unknown", "unknown user", "no such user", "does not exist", "doesn't exist", "unknown recipient",
+            "recipient unknown", "mailbox unavailable", "mailbox not found", "no mailbox", "invalid recipient",
+            "address rejected", "no such recipient", "not found", "disabled", "inactive", "unrouteable", "unknown or illegal",
+            "not a registered", "not registered", "no longer",
+        ].contains { text.contains($0) }
     }
 
     static func mentionsQuota(_ text: some StringProtocol) -> Bool {

@@ -11,6 +11,13 @@ struct MailConnection: Sendable {
     let logger: Logger
     let deliver: @Sendable (MailListener.Delivery) async -> [MailListener.Outcome]
 
+    /// Turns a client away with 421 (too many connections open) and closes.
+    func refuse(_ client: NIOAsyncChannel<MailLine, ByteBuffer>) async {
+        try? await client.executeThenClose { _, replies in
+            try await replies.write(ByteBuffer(string: "421 4.7.0 \(settings.hostname) too many connections, try again later\r\n"))
+        }
+    }
+
     func run(_ client: NIOAsyncChannel<MailLine, ByteBuffer>) async {
         var logger = logger
         logger[metadataKey: "peer"] = "\(client.channel.remoteAddress?.description ?? "unknown")"

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 /// Receives mail over LMTP (RFC 2033) or SMTP (RFC 5321, without AUTH or STARTTLS) and hands each message to
 /// `deliver`: the inbound side for bounces that the MTA (Postfix) passes on.
@@ -48,6 +49,7 @@ public struct MailListener: Service {
     let port: Int
     let settings: MailSession.Settings
     let idleTimeout: Duration
+    let maximumConnections: Int
     let logger: Logger
     let onBound: @Sendable (Int) -> Void
     let deliver: @Sendable (Delivery) async -> [Outcome]
@@ -57,13 +59,14 @@ public struct MailListener: Service {
     ///   - hostname: the name in the greeting and the LHLO/EHLO reply.
     ///   - maximumMessageSize: larger messages are refused with 552 5.3.4 and never reach `deliver`.
     ///   - maximumRecipients: recipients past this many in one transaction get 452 4.5.3.
+    ///   - maximumConnections: sessions open at once (each may hold a message); more are turned away with 421.
     ///   - idleTimeout: a client silent this long gets 421 and is disconnected; time spent in `deliver` does
     ///     not count.
     ///   - onBound: called with the bound port once listening.
     ///   - deliver: one `Outcome` per recipient, in order; missing ones count as `deferred("4.3.0 internal error")`.
     public init(
         host: String, port: Int, dialect: Dialect, hostname: String, maximumMessageSize: Int = 10 << 20,
-        maximumRecipients: Int = 100, idleTimeout: Duration = .seconds(300), logger: Logger,
+        maximumRecipients: Int = 100, maximumConnections: Int = 64, idleTimeout: Duration = .seconds(300), logger: Logger,
         onBound: @escaping @Sendable (Int) -> Void = { _ in },
         deliver: @escaping @Sendable (Delivery) async -> [Outcome]
     ) {
@@ -73,6 +76,7 @@ public struct MailListener: Service {
             dialect: dialect, hostname: hostname, maximumMessageSize: maximumMessageSize,
             maximumRecipients: maximumRecipients)
         self.idleTimeout = idleTimeout
+        self.maximumConnections = maximumConnections
         self.logger = logger
         self.onBound = onBound
         self.deliver = deliver
@@ -96,12 +100,22 @@ public struct MailListener: Service {
         onBound(boundPort)
         let connection = MailConnection(
             settings: settings, idleTimeout: idleTimeout, logger: logger, deliver: deliver)
+        let open = OpenConnections()
+        let maximumConnections = maximumConnections
         let failure = await withTaskCancellationOrGracefulShutdownHandler {
             await withDiscardingTaskGroup { group -> (any Error)? in
                 do {
                     try await server.executeThenClose { clients in
                         for try await client in clients {
-                            group.addTask { await connection.run(client) }
+                            // Bounded memory: each session may hold a message of maximumMessageSize.
+                            guard open.enter(limit: maximumConnections) else {
+                                group.addTask { await connection.refuse(client) }
+                                continue
+                            }
+                            group.addTask {
+                                await connection.run(client)
+                                open.leave()
+                            }
                         }
                     }
                     return nil
@@ -118,4 +132,20 @@ public struct MailListener: Service {
         }
         logger.info("mail listener stopped", metadata: ["port": "\(boundPort)"])
     }
+}
+
+/// How many sessions are open. `Atomic` needs a stable address: a final class holds it.
+private final class OpenConnections: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// Counts one more; false (and not counted) when `limit` are open already.
+    func enter(limit: Int) -> Bool {
+        guard count.add(1, ordering: .relaxed).newValue <= limit else {
+            count.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func leave() { count.subtract(1, ordering: .relaxed) }
 }

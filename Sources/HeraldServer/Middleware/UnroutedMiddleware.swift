@@ -23,7 +23,8 @@ enum KnownPaths {
     static func allowedMethods(path: String) -> [HTTPRequest.Method]? {
         let path = path.hasPrefix("/") ? String(path.dropFirst()) : path
         if path == "__/auth/action" { return [.get, .head, .post] }
-        if path == "__/auth/links" || path == "__/auth/handler" || path == "health" || path.hasPrefix("admin/") || path.hasPrefix("emulator/")
+        if path == "__/auth/links" || path == "__/auth/handler" || path == "health" || path == "metrics" || path.hasPrefix("admin/")
+            || path.hasPrefix("emulator/")
             || path.hasPrefix(".well-known/") || path.hasPrefix("robot/") || path.hasPrefix("service_accounts/")
         {
             return [.get, .head]

@@ -19,7 +19,8 @@ struct PageModel {
     let unsubscribeConfirm: Bool
     /// Unsubscribe pages: the confirm page, or its success (`success` is set too).
     let unsubscribe: Bool
-    let unsubscribeAction = "/unsubscribe"
+    /// The confirm page posts to its own URL (token included), whatever path a proxy serves it under.
+    let unsubscribeAction = ""
     let token: String?
     let message: String?
     let email: String?

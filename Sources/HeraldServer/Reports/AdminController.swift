@@ -26,6 +26,8 @@ struct AdminController: Sendable {
         var email: String?
         /// ISO 8601.
         var since: String?
+        /// Every matching row: needed when no campaign, email or since narrows the change.
+        var all: Bool?
         var dryRun: Bool?
 
         func filter() throws -> RequeueFilter {
@@ -40,7 +42,7 @@ struct AdminController: Sendable {
                 return date
             }
             let email = try email.map { try EmailAddress($0) }
-            return RequeueFilter(states: Set(states), campaign: campaign, email: email, since: since)
+            return RequeueFilter(states: Set(states), campaign: campaign, email: email, since: since, all: all ?? false)
         }
     }
 

@@ -145,9 +145,16 @@ struct SuppressionsController: Sendable {
             }
             var after: String?
             var more = send(SuppressionCSV.header + "\n")
-            while more, let page = try? actions.suppressions(reason: reason, after: after, limit: 10_000) {
-                more = send(page.map { SuppressionCSV.line($0) + "\n" }.joined()) && page.count == 10_000
-                after = page.last?.email
+            while more {
+                do {
+                    let page = try actions.suppressions(reason: reason, after: after, limit: 10_000)
+                    more = send(page.map { SuppressionCSV.line($0) + "\n" }.joined()) && page.count == 10_000
+                    after = page.last?.email
+                } catch {
+                    // The status is sent already: say so in the body rather than end as if complete.
+                    _ = send("# export incomplete: \(error)\n")
+                    more = false
+                }
             }
             continuation.finish()
         }

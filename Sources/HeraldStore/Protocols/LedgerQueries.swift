@@ -12,4 +12,7 @@ public protocol LedgerQueries: Sendable {
     /// Streams provider sign-ins, links, take-overs and `needConfirmation` answers from `since` to `until`, oldest first;
     /// with an email, only those of the account that has it now.
     func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws
+
+    /// The outbox's rows counted by state, action and campaign, from one snapshot (one pass over the table).
+    func outboxCounts() throws -> [OutboxCount]
 }

@@ -349,7 +349,8 @@ enum SQLiteMigrations {
                         detail TEXT,
                         outbox_id INTEGER,
                         created_at INTEGER NOT NULL,
-                        updated_at INTEGER NOT NULL
+                        updated_at INTEGER NOT NULL,
+                        expires_at INTEGER                  -- soft bounces lapse; NULL is for good
                     ) WITHOUT ROWID;
 
                     -- What came back about sent mail: bounces, complaints, one-click unsubscribes.

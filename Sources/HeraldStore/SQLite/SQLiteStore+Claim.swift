@@ -71,7 +71,7 @@ extension SQLiteStore {
     private func dropSuppressed(_ messages: inout [OutboxMessage], _ db: Database, at: Int64) throws {
         guard !messages.isEmpty, try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM suppressions)")) == true
         else { return }
-        let lookup = try db.cachedStatement(sql: "SELECT reason, scope FROM suppressions WHERE email = ?")
+        let lookup = try db.cachedStatement(sql: "SELECT reason, scope FROM suppressions WHERE email = ? AND \(Self.inEffect)")
         let cancel = try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = 'cancelled', attempts = attempts - 1, lease_until = NULL, claimed_by = NULL,
@@ -81,7 +81,7 @@ extension SQLiteStore {
         var kept: [OutboxMessage] = []
         kept.reserveCapacity(messages.count)
         for message in messages {
-            guard let row = try Row.fetchOne(lookup, arguments: [message.recipient.value]),
+            guard let row = try Row.fetchOne(lookup, arguments: [message.recipient.value, at]),
                 (row["scope"] as String) == Suppression.Scope.all.rawValue || message.campaignID != nil
             else {
                 kept.append(message)

@@ -18,6 +18,13 @@ extension SQLiteStore {
         }
     }
 
+    /// `sent`, unless a bounce or complaint about this send came back before it was recorded (a local MTA can
+    /// bounce within milliseconds): the claim set `updated_at`, and every report since is about this send.
+    private static let sentState = """
+        COALESCE((SELECT CASE WHEN MAX(f.kind = 'complaint') THEN 'complained' ELSE 'bounced' END FROM mail_feedback f
+            WHERE f.outbox_id = outbox.id AND f.kind != 'unsubscribe' AND f.received_at >= outbox.updated_at HAVING COUNT(*) > 0), 'sent')
+        """
+
     /// The statements every outcome runs, prepared once per batch and bound through SQLite's C API
     /// (GRDB's named arguments built and hashed a dictionary per statement and row).
     private struct RecordStatements {
@@ -29,7 +36,7 @@ extension SQLiteStore {
             sent = try BoundStatement(
                 db,
                 sql: """
-                    UPDATE outbox SET state = 'sent', sent_at = ?1, lease_until = NULL, updated_at = ?1,
+                    UPDATE outbox SET state = \(sentState), sent_at = ?1, lease_until = NULL, updated_at = ?1,
                         last_reply_code = ?2, last_reply = ?3
                     WHERE id = ?4 AND state = 'sending' AND lease_until = ?5
                     """)

@@ -8,9 +8,10 @@ extension SQLiteStore {
         return try pool.read { db in
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM suppressions)") == true else { return [:] }
             var found: [String: Suppression] = [:]
-            let lookup = try db.cachedStatement(sql: "SELECT * FROM suppressions WHERE email = ?")
+            let lookup = try db.cachedStatement(sql: "SELECT * FROM suppressions WHERE email = ? AND \(Self.inEffect)")
+            let now = Date().milliseconds
             for email in Set(emails) {
-                if let row = try Row.fetchOne(lookup, arguments: [email]) { found[email] = try Self.suppression(row) }
+                if let row = try Row.fetchOne(lookup, arguments: [email, now]) { found[email] = try Self.suppression(row) }
             }
             return found
         }
@@ -35,9 +36,10 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT * FROM suppressions WHERE (:reason IS NULL OR reason = :reason) AND (:after IS NULL OR email > :after)
+                      AND (expires_at IS NULL OR expires_at > :now)
                     ORDER BY email LIMIT :limit
                     """,
-                arguments: ["reason": reason?.rawValue, "after": after, "limit": limit]
+                arguments: ["reason": reason?.rawValue, "after": after, "limit": limit, "now": Date().milliseconds]
             ).map(Self.suppression)
         }
     }
@@ -72,14 +74,18 @@ extension SQLiteStore {
             case .hard: suppression = Suppression(email: recipient, reason: .hardBounce, createdAt: now)
             case .complaint: suppression = Suppression(email: recipient, reason: .complaint, createdAt: now)
             case .soft:
+                // Messages, not reports: a report delivered twice, or to two of the message's addresses, counts once.
                 let recent =
                     try Int.fetchOne(
                         db,
-                        sql: "SELECT COUNT(*) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?",
+                        sql: """
+                            SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
+                            """,
                         arguments: [recipient, at - Int64(softWindow * 1000)]) ?? 0
                 if recent >= softLimit {
-                    suppression = Suppression(email: recipient, reason: .softBounce, createdAt: now)
-                    suppression?.detail = "\(recent) soft bounces within \(DurationText.format(softWindow)); last: "
+                    suppression = Suppression(
+                        email: recipient, reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(softWindow))
+                    suppression?.detail = "\(recent) soft-bounced messages within \(DurationText.format(softWindow)); last: "
                 }
             }
             guard var entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
@@ -143,22 +149,31 @@ extension SQLiteStore {
         }
     }
 
-    /// Adds or widens one entry; true when the list changed.
+    /// An entry that has not lapsed (`?` or `:now` is the time).
+    static let inEffect = "(expires_at IS NULL OR expires_at > ?)"
+
+    /// Adds an entry, or replaces one that lapsed, is narrower (`campaigns` → `all`) or temporary where the new
+    /// one is for good; true when the list changed. A temporary entry (a soft bounce) never replaces one for
+    /// good, so an unsubscribe outlives a full mailbox.
     static func suppress(_ entry: Suppression, _ db: Database, now: Date) throws -> Bool {
-        if let existing = try Row.fetchOne(db, sql: "SELECT scope FROM suppressions WHERE email = ?", arguments: [entry.email]) {
-            guard (existing["scope"] as String) == Suppression.Scope.campaigns.rawValue, entry.scope == .all else { return false }
-            try db.execute(
-                sql: "UPDATE suppressions SET reason = ?, scope = 'all', detail = ?, outbox_id = ?, updated_at = ? WHERE email = ?",
-                arguments: [entry.reason.rawValue, entry.detail, entry.outboxID, now.milliseconds, entry.email])
-            return true
+        let at = now.milliseconds
+        if let existing = try Row.fetchOne(db, sql: "SELECT scope, expires_at FROM suppressions WHERE email = ?", arguments: [entry.email]) {
+            let expires: Int64? = existing["expires_at"]
+            let lapsed = expires.map { $0 <= at } ?? false
+            let wider = (existing["scope"] as String) == Suppression.Scope.campaigns.rawValue && entry.scope == .all
+            let lasting = expires != nil && entry.expiresAt == nil
+            let temporaryOverPermanent = expires == nil && entry.expiresAt != nil
+            guard lapsed || lasting || (wider && !temporaryOverPermanent) else { return false }
+            try db.execute(sql: "DELETE FROM suppressions WHERE email = ?", arguments: [entry.email])
         }
         try db.execute(
             sql: """
-                INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail, entry.outboxID, entry.createdAt.milliseconds,
-                now.milliseconds,
+                at, entry.expiresAt?.milliseconds,
             ])
         return true
     }
@@ -169,6 +184,6 @@ extension SQLiteStore {
         }
         return Suppression(
             email: row["email"], reason: reason, scope: scope, detail: row["detail"], outboxID: row["outbox_id"],
-            createdAt: Date(milliseconds: row["created_at"]))
+            createdAt: Date(milliseconds: row["created_at"]), expiresAt: (row["expires_at"] as Int64?).map(Date.init(milliseconds:)))
     }
 }

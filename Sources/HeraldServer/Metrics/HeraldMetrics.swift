@@ -1,0 +1,35 @@
+import Metrics
+import Prometheus
+
+/// The process's metrics: one Prometheus registry behind swift-metrics, which `/metrics` serves.
+///
+/// Call `bootstrap()` before anything makes a counter (the worker makes its own when created); it installs the
+/// factory once per process, however often it is called, since `MetricsSystem.bootstrap` may run only once.
+///
+/// ```swift
+/// HeraldMetrics.bootstrap()
+/// let text = HeraldMetrics.registry.emitToString()
+/// ```
+public enum HeraldMetrics {
+    public static let registry = PrometheusCollectorRegistry()
+    /// The outbox gauges, refreshed from the ledger at each scrape.
+    static let outbox = OutboxGauges(registry: registry)
+
+    private static let installed: Void = MetricsSystem.bootstrap(factory)
+
+    public static func bootstrap() { _ = installed }
+
+    /// Histogram buckets for every duration, from half a millisecond (a send on loopback) to five minutes
+    /// (a claimed row waiting behind a campaign's rate).
+    static let durationBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+        .seconds(10), .seconds(30), .seconds(60), .seconds(300),
+    ]
+
+    static var factory: PrometheusMetricsFactory {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = durationBuckets
+        return factory
+    }
+}

@@ -1,0 +1,26 @@
+import HeraldCore
+import Hummingbird
+import Logging
+
+extension HeraldServer {
+    /// `herald worker`'s metrics listener: `GET /metrics` alone, on `worker.metricsHost:worker.metricsPort`.
+    ///
+    /// ```swift
+    /// let app = HeraldServer.metricsApplication(configuration: configuration, counts: { try await actions.outboxCounts() },
+    ///     logger: logger) { port in logger.info("metrics on \(port)") }
+    /// ```
+    public static func metricsApplication(
+        configuration: HeraldConfiguration, counts: @escaping @Sendable () async throws -> [OutboxCount], logger: Logger,
+        onListening: @escaping @Sendable (Int) -> Void
+    ) -> some ApplicationProtocol {
+        let router = Router()
+        let controller = MetricsController<BasicRequestContext>(token: configuration.server.metricsToken, counts: counts, logger: logger)
+        router.addRoutes(controller.routes)
+        let worker = configuration.worker
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(worker.metricsHost, port: worker.metricsPort), serverName: "Herald"),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? worker.metricsPort) },
+            logger: logger)
+    }
+}
