@@ -103,6 +103,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            resources: [.embedInCode("OpenAPI/openapi.json")],
             swiftSettings: swiftSettings
         ),
         .target(

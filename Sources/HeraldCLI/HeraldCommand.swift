@@ -9,7 +9,7 @@ public struct HeraldCommand: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self, ServeCommand.self,
             AccountsCommand.self, CampaignCommand.self, AuditCommand.self, ThrottlesCommand.self, KeysCommand.self, DKIMCommand.self,
-            SuppressionsCommand.self, BouncesCommand.self,
+            SuppressionsCommand.self, BouncesCommand.self, WebhooksCommand.self,
         ]
     )
 

@@ -20,7 +20,7 @@ struct Runtime {
     }
 
     func openStore() throws -> any HeraldStore {
-        try StoreOpener.open(configuration.database)
+        try StoreOpener.open(configuration.database, webhooks: WebhookRouting(configuration.webhooks))
     }
 
     /// For the long-running commands: a ledger that is locked, read-only or on a full disk at

@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 
 /// `herald serve`'s HTTP application: the Identity Toolkit surface (v1 and legacy v3), token refresh, the
-/// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing, `/metrics` and
-/// `/health`, all behind CORS for authorized origins.
+/// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing, `/metrics`,
+/// `/health` and `/openapi.json` (which describes them all), all behind CORS for authorized origins.
 ///
 /// ```swift
 /// let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
@@ -44,6 +44,7 @@ public enum HeraldServer {
         let metrics = MetricsController<HeraldRequestContext>(
             token: configuration.server.metricsToken, counts: { try await actions.outboxCounts() }, logger: logger)
         router.addRoutes(metrics.routes)
+        router.addRoutes(OpenAPIController().routes)
         router.get("health") { _, _ in
             let reply = HealthReply(health)
             return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)

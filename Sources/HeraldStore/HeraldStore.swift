@@ -11,7 +11,7 @@ import HeraldCore
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
 public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, AbuseStore, SuppressionStore,
-    RequeueStore
+    RequeueStore, WebhookStore
 {}
 
 /// Opens the store a configuration names.
@@ -20,7 +20,8 @@ public enum StoreOpener {
     ///
     /// - Throws: `INVALID_CONFIGURATION` naming the path when it cannot be a ledger; `UNAVAILABLE`
     ///   while it is locked, read-only or on a full disk.
-    public static func open(_ database: HeraldConfiguration.Database) throws -> any HeraldStore {
-        try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout)
+    /// `webhooks` names the endpoints each state change writes a delivery for.
+    public static func open(_ database: HeraldConfiguration.Database, webhooks: WebhookRouting = .none) throws -> any HeraldStore {
+        try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks)
     }
 }

@@ -54,6 +54,10 @@ struct ServeCommand: AsyncParsableCommand {
                     health.fail("worker: \(error)")
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(grace)) }
                 }
+                if !configuration.webhooks.endpoints.isEmpty {
+                    services.append(
+                        .init(service: WebhookService(configuration: configuration.webhooks, store: store, logger: logger), serviceName: "webhooks"))
+                }
                 services.append(
                     .init(
                         service: service, successTerminationBehavior: .gracefullyShutdownGroup,

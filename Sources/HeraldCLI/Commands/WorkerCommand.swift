@@ -48,6 +48,13 @@ struct WorkerCommand: AsyncParsableCommand {
                 ) { port in logger.info("metrics listening", metadata: ["url": "http://\(host):\(port)/metrics"]) }
                 services.append(.init(service: metrics, serviceName: "metrics"))
             }
+            if !configuration.webhooks.endpoints.isEmpty {
+                // Before the worker, so it stops after it; what it has not posted stays queued for the next worker.
+                services.append(
+                    .init(
+                        service: WebhookService(configuration: configuration.webhooks, store: store, logger: runtime.logger), serviceName: "webhooks")
+                )
+            }
             services.append(.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker"))
             let group = ServiceGroup(
                 configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))

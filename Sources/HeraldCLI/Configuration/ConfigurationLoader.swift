@@ -23,7 +23,9 @@ public enum ConfigurationLoader {
         }
         // Providers' client secrets (`HERALD_PROVIDERS_GOOGLE_CLIENT_SECRET`, `…_OIDC_<NAME>_CLIENT_SECRET`) too.
         let clientSecrets = environment.keys.filter { $0.hasPrefix("HERALD_PROVIDERS_") && $0.hasSuffix("_CLIENT_SECRET") }
-        let secrets = Set(clientSecrets).union([
+        // Webhook endpoints' signing secrets (`HERALD_WEBHOOKS_<NAME>_SECRET`).
+        let webhookSecrets = environment.keys.filter { $0.hasPrefix("HERALD_WEBHOOKS_") && $0.hasSuffix("_SECRET") }
+        let secrets = Set(clientSecrets).union(webhookSecrets).union([
             "HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET",
             "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET", "HERALD_SERVER_METRICS_TOKEN",
         ])
@@ -31,7 +33,9 @@ public enum ConfigurationLoader {
             environmentVariables: environment, secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
         let keys = try fileKeys(path)
-        let parser = ConfigurationParser(reader: ConfigReader(providers: [env, file]), oidcNames: ConfigurationParser.oidcNames(in: keys))
+        let parser = ConfigurationParser(
+            reader: ConfigReader(providers: [env, file]), oidcNames: ConfigurationParser.oidcNames(in: keys),
+            webhookNames: ConfigurationParser.webhookNames(in: keys))
         let configuration = try await parser.parse()
         try parser.rejectUnknownKeys(keys)
         return configuration
@@ -69,6 +73,8 @@ struct ConfigurationParser {
     let asked = AskedKeys()
     /// The `<name>`s of the file's `providers.oidc.<name>` sections.
     var oidcNames: [String] = []
+    /// The `<name>`s of the file's `webhooks.<name>` sections.
+    var webhookNames: [String] = []
 
     /// The names under `providers.oidc` among a file's keys.
     static func oidcNames(in keys: [String]) -> [String] {
@@ -278,6 +284,7 @@ struct ConfigurationParser {
             "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
         try await parseObservability(&c)
+        try await parseWebhooks(&c)
         c.providers = try await providers()
         if c.ledger.eventRetention > 0 && c.ledger.eventRetention < 86_400 {
             // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they
@@ -383,17 +390,17 @@ struct ConfigurationParser {
         return provider
     }
 
-    private static func httpURLProblem(_ value: String) -> String? {
+    static func httpURLProblem(_ value: String) -> String? {
         guard let url = URLComponents(string: value), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false
         else { return "expected an http(s) URL, got '\(value)'" }
         return nil
     }
 
-    private func problem(_ key: String, _ message: String) -> HeraldError {
+    func problem(_ key: String, _ message: String) -> HeraldError {
         HeraldError(.invalidConfiguration, "\(key): \(message)")
     }
 
-    private func raw(_ key: String, secret: Bool = false) async throws -> String? {
+    func raw(_ key: String, secret: Bool = false) async throws -> String? {
         asked.insert(key)
         do {
             return try await reader.fetchString(forKey: ConfigKey(key), isSecret: secret)
@@ -402,14 +409,14 @@ struct ConfigurationParser {
         }
     }
 
-    private func text(_ key: String, _ fallback: String, secret: Bool = false, check: (String) -> String?) async throws -> String {
+    func text(_ key: String, _ fallback: String, secret: Bool = false, check: (String) -> String?) async throws -> String {
         let found = try await raw(key, secret: secret)
         let value = secret ? found ?? fallback : found?.trimmingCharacters(in: .whitespaces) ?? fallback
         if let message = check(value) { throw problem(key, message) }
         return value
     }
 
-    private func flag(_ key: String, _ fallback: Bool) async throws -> Bool {
+    func flag(_ key: String, _ fallback: Bool) async throws -> Bool {
         guard let value = try await raw(key) else { return fallback }
         switch value.lowercased() {
         case "true", "yes", "on", "1": return true
@@ -418,7 +425,7 @@ struct ConfigurationParser {
         }
     }
 
-    private func number(_ key: String, _ fallback: Int, in range: ClosedRange<Int>) async throws -> Int {
+    func number(_ key: String, _ fallback: Int, in range: ClosedRange<Int>) async throws -> Int {
         guard let value = try await raw(key) else { return fallback }
         guard let number = Int(value), range.contains(number) else {
             throw problem(key, "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(value)'")
@@ -426,7 +433,7 @@ struct ConfigurationParser {
         return number
     }
 
-    private func duration(_ key: String, _ fallback: TimeInterval, positive: Bool) async throws -> TimeInterval {
+    func duration(_ key: String, _ fallback: TimeInterval, positive: Bool) async throws -> TimeInterval {
         guard let value = try await raw(key) else { return fallback }
         guard let seconds = DurationText.parse(value), !positive || seconds > 0 else {
             throw problem(key, "expected a duration such as 90s, 15m, 6h or 3d, got '\(value)'")
@@ -434,7 +441,7 @@ struct ConfigurationParser {
         return seconds
     }
 
-    private func list(_ key: String, _ fallback: [String], check: (String) -> String?) async throws -> [String] {
+    func list(_ key: String, _ fallback: [String], check: (String) -> String?) async throws -> [String] {
         asked.insert(key)
         let values: [String]
         do {

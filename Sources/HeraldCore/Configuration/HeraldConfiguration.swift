@@ -20,6 +20,7 @@ public struct HeraldConfiguration: Sendable {
     public var ledger = Ledger()
     public var providers = Providers()
     public var log = Log()
+    public var webhooks = Webhooks()
     /// Directory holding `layout.html.mustache` and `<action>/<locale>/…` templates.
     public var templatesDirectory = "templates"
 

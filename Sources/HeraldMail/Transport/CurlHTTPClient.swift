@@ -3,7 +3,7 @@ import Foundation
 import HeraldCore
 
 /// Small blocking HTTPS requests over libcurl: an identity provider's JWKS and token endpoint, Twitter's
-/// `verify_credentials` and OAuth 1.0a token exchanges.
+/// `verify_credentials` and OAuth 1.0a token exchanges, webhook POSTs.
 ///
 /// Each call uses its own easy handle, so the client is safe from any thread. Answers larger than
 /// `maxBytes` are refused; redirects are not followed (a provider's endpoints are configured exactly).
@@ -40,6 +40,13 @@ public struct CurlHTTPClient: Sendable {
     /// - Throws: `HeraldError(.unavailable)` when the server cannot be reached or does not answer in time.
     public func post(_ url: String, form: String, headers: [String] = []) throws -> Answer {
         try perform(url, headers: headers + ["Content-Type: application/x-www-form-urlencoded"], form: form)
+    }
+
+    /// POSTs `json` (`application/json`) to `url` with these extra header lines.
+    ///
+    /// - Throws: `HeraldError(.unavailable)` when the server cannot be reached or does not answer in time.
+    public func post(_ url: String, json: String, headers: [String] = []) throws -> Answer {
+        try perform(url, headers: headers + ["Content-Type: application/json"], form: json)
     }
 
     private func perform(_ url: String, headers: [String], form: String?) throws -> Answer {

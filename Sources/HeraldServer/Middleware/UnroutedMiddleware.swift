@@ -22,8 +22,9 @@ enum KnownPaths {
     /// The methods a path family serves, or nil for a path Herald does not know.
     static func allowedMethods(path: String) -> [HTTPRequest.Method]? {
         let path = path.hasPrefix("/") ? String(path.dropFirst()) : path
-        if path == "__/auth/action" { return [.get, .head, .post] }
-        if path == "__/auth/links" || path == "__/auth/handler" || path == "health" || path == "metrics" || path.hasPrefix("admin/")
+        if path == "__/auth/action" || path == "unsubscribe" { return [.get, .head, .post] }
+        if path == "__/auth/links" || path == "__/auth/handler" || path == "health" || path == "metrics" || path == "openapi.json"
+            || path.hasPrefix("admin/")
             || path.hasPrefix("emulator/")
             || path.hasPrefix(".well-known/") || path.hasPrefix("robot/") || path.hasPrefix("service_accounts/")
         {

@@ -34,7 +34,7 @@ struct GrantBody: Sendable {
     var grantType: String?
     var refreshToken: String?
 
-    /// - Throws: `INVALID_ARGUMENT` for a body that is neither a form nor a JSON object.
+    /// - Throws: `INVALID_ARGUMENT` for a body that is neither a form (with well-formed escapes) nor a JSON object.
     init(_ data: Data, contentType: String?) throws {
         let isJSON = contentType?.lowercased().hasPrefix("application/json") ?? (data.first == UInt8(ascii: "{"))
         var fields: [String: String] = [:]
@@ -44,12 +44,22 @@ struct GrantBody: Sendable {
             }
             for (name, value) in object { if let text = value as? String { fields[FieldName.camelCase(name)] = text } }
         } else {
-            var components = URLComponents()
-            components.percentEncodedQuery = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "+", with: "%20")
-            for item in components.queryItems ?? [] { fields[FieldName.camelCase(item.name)] = item.value ?? "" }
+            // Split by hand: `URLComponents.percentEncodedQuery`'s setter traps on a malformed escape such as `%zz`.
+            for pair in String(decoding: data, as: UTF8.self).split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let name = Self.formDecoded(parts[0]), let value = Self.formDecoded(parts.count > 1 ? parts[1] : "") else {
+                    throw HeraldError(.invalidArgument, "Invalid form payload received.")
+                }
+                fields[FieldName.camelCase(name)] = value
+            }
         }
         grantType = fields["grantType"]
         refreshToken = fields["refreshToken"]
+    }
+
+    /// A form field's name or value: `+` is a space, then percent-decoded; nil for a malformed escape.
+    private static func formDecoded(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }
 

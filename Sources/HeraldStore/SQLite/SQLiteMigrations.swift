@@ -385,6 +385,32 @@ enum SQLiteMigrations {
                     CREATE INDEX outbox_events_outbox ON outbox_events(outbox_id);
                     """)
         }
+        migrator.registerMigration("v15: webhook deliveries") { db in
+            try db.execute(
+                sql: """
+                    -- The webhooks' outbox: one row per event and endpoint, written in the state change's transaction.
+                    CREATE TABLE webhook_deliveries (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        event_id TEXT NOT NULL,             -- the same for every endpoint and retry of one event
+                        endpoint TEXT NOT NULL,             -- webhooks.<name>
+                        event TEXT NOT NULL,                -- sent, failed, dead, bounced, clicked, redeemed, expired
+                        outbox_id INTEGER,                  -- the message, when the event is about one
+                        payload TEXT NOT NULL,              -- the JSON body as signed and sent
+                        created_at INTEGER NOT NULL,
+                        state TEXT NOT NULL CHECK (state IN ('queued','delivered','dead')),
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        next_attempt_at INTEGER NOT NULL,
+                        lease_until INTEGER,                -- a dispatcher holds it until then
+                        last_attempt_at INTEGER,
+                        delivered_at INTEGER,
+                        last_status INTEGER,                -- the endpoint's HTTP status
+                        last_error TEXT
+                    );
+                    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(endpoint, next_attempt_at, id) WHERE state = 'queued';
+                    CREATE INDEX webhook_deliveries_outbox ON webhook_deliveries(outbox_id);
+                    CREATE INDEX webhook_deliveries_created ON webhook_deliveries(created_at);
+                    """)
+        }
         return migrator
     }
 }

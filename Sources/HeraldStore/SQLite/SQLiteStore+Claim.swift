@@ -154,6 +154,7 @@ extension SQLiteStore {
             """
         for id in started {
             try db.execute(sql: interrupt, arguments: ["id": id, "now": at, "reason": reason, "max": maxAttempts])
+            try emitWebhook(db, .dead, outboxID: id, at: at, state: OutboxState.dead.rawValue)
         }
         let giveBack = """
                 UPDATE outbox SET state = CASE WHEN attempts > 1 THEN 'deferred' ELSE 'queued' END, attempts = attempts - 1,
@@ -171,26 +172,31 @@ extension SQLiteStore {
     /// Queued sign-in and reset mail past its allowed wait is expired, never sent stale; any mail
     /// past `maxQueueLifetime` since it first became due is expired too (rows of paused campaigns wait).
     private func expireStale(_ db: Database, policy: ClaimPolicy, at: Int64) throws {
+        // With an endpoint listening, the expired rows' ids come back for their events; without, nothing is read.
+        let listening = webhooks.listens(to: .expired)
+        let returning = listening ? " RETURNING id" : ""
+        var expired: [Int64] = []
         for (kind, wait) in policy.maxQueueWait {
-            try db.cachedStatement(
+            let statement = try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET state = 'expired', updated_at = :now,
                         last_reply = 'expired: queued longer than worker.maxQueueWait'
                     WHERE state IN ('queued','deferred') AND action = :action AND queued_at < :cutoff AND campaign_id IS NULL
-                    """
-            ).execute(
-                arguments: ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)])
+                    """ + returning)
+            let arguments: StatementArguments = ["now": at, "action": kind.rawValue, "cutoff": at - Int64(wait * 1000)]
+            if listening { expired += try Int64.fetchAll(statement, arguments: arguments) } else { try statement.execute(arguments: arguments) }
         }
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = 'expired', updated_at = :now,
                     last_reply = 'expired: undelivered for longer than worker.maxQueueLifetime'
                         || COALESCE(' (last reply: ' || last_reply || ')', '')
                 WHERE state IN ('queued','deferred') AND due_at < :cutoff
                   AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
-                """
-        ).execute(
-            arguments: ["now": at, "cutoff": at - Int64(policy.maxQueueLifetime * 1000)])
+                """ + returning)
+        let arguments: StatementArguments = ["now": at, "cutoff": at - Int64(policy.maxQueueLifetime * 1000)]
+        if listening { expired += try Int64.fetchAll(statement, arguments: arguments) } else { try statement.execute(arguments: arguments) }
+        for id in expired { try emitWebhook(db, .expired, outboxID: id, at: at) }
     }
 
     /// Returns rows this worker claimed but did not send (graceful shutdown) to the queue at once.

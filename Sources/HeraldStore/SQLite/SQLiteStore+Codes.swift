@@ -42,14 +42,26 @@ extension SQLiteStore {
             try addAbuseCounts([AbuseCount(counter: "unknown-code", key: key, hour: now, count: 1)])
             return
         }
-        try pool.write { db in try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: now.milliseconds) }
+        let at = now.milliseconds
+        try pool.write { db in
+            let recorded = try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: at)
+            // A click past the per-code bound is not kept, and is no event either.
+            if kind == .click, recorded, let codeID { try emitWebhook(db, .clicked, codeID: codeID, at: at, extra: Self.visitorJSON(visitor)) }
+        }
+    }
+
+    /// Who used a link, for a webhook payload's `visitor`.
+    static func visitorJSON(_ visitor: Visitor) -> String {
+        extraJSON("visitor", ["ip": visitor.ip, "userAgent": visitor.userAgent.map { String($0.prefix(512)) }])
     }
 
     /// The most clicks and rejections one code keeps as rows: enough for the audit (scanners, the person, a
     /// retry), and a bound on what anyone holding one real code can add by reloading its page.
     static let eventsPerCode = 20
 
-    static func insertEvent(_ db: Database, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws {
+    /// Inserts a link event; false when the code's bound kept it out.
+    @discardableResult
+    static func insertEvent(_ db: Database, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws -> Bool {
         let arguments: StatementArguments = [
             codeID, kind.rawValue, at, visitor.ip, visitor.userAgent.map { String($0.prefix(512)) }, detail,
         ]
@@ -57,7 +69,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: "INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: arguments)
-            return
+            return true
         }
         try db.execute(
             sql: """
@@ -65,5 +77,6 @@ extension SQLiteStore {
                 WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM link_events WHERE code_id = ? AND kind <> 'redeemed' LIMIT ?)) < ?
                 """,
             arguments: arguments + [codeID, Self.eventsPerCode, Self.eventsPerCode])
+        return db.changesCount > 0
     }
 }

@@ -100,6 +100,11 @@ extension SQLiteStore {
             ("DELETE FROM link_events WHERE id IN (SELECT id FROM link_events WHERE at < ? LIMIT 10000)", [at]),
             ("DELETE FROM suppressed_sends WHERE id IN (SELECT id FROM suppressed_sends WHERE requested_at < ? LIMIT 10000)", [at]),
             ("DELETE FROM account_events WHERE id IN (SELECT id FROM account_events WHERE at < ? LIMIT 10000)", [at]),
+            // Webhook deliveries that are done; queued ones stay however old (nothing is lost by a long outage).
+            (
+                "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < ? AND state != 'queued' LIMIT 10000)",
+                [at]
+            ),
             ("DELETE FROM abuse_counts WHERE hour < ?", [hour]),  // one row per counter, key and hour: small
             // Quotas read only the current hour: a couple of hours of counts is all they need, whatever the retention.
             ("DELETE FROM send_counts WHERE hour < ?", [max(hour, quotaHour)]),

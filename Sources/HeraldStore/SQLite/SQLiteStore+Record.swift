@@ -14,7 +14,22 @@ extension SQLiteStore {
         guard !batch.isEmpty else { return }
         try pool.write { db in
             let statements = try RecordStatements(db)
-            for (claimed, record) in batch { try Self.record(db, claimed, record, policy: policy, statements) }
+            for (claimed, record) in batch {
+                let changed = try Self.record(db, claimed, record, policy: policy, statements)
+                // Only an outcome that moved the row is an event: a late result after another worker took it is not.
+                if changed, let event = Self.webhookEvent(record.decision) {
+                    try emitWebhook(db, event, outboxID: claimed.message.id, at: record.finishedAt.milliseconds)
+                }
+            }
+        }
+    }
+
+    private static func webhookEvent(_ decision: DeliveryRecord.Decision) -> WebhookEvent? {
+        switch decision {
+        case .sent: .sent
+        case .failed: .failed
+        case .dead: .dead
+        case .deferred, .returned: nil
         }
     }
 
@@ -50,12 +65,14 @@ extension SQLiteStore {
         }
     }
 
+    /// Records one outcome; true when it moved the row (this claim still held it).
     private static func record(
         _ db: Database, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy, _ statements: RecordStatements
-    ) throws {
+    ) throws -> Bool {
         let finished = record.finishedAt.milliseconds
         let replyCode = record.replyCode.map(Int64.init)
         let next: Int64?
+        var changed = false
         switch record.decision {
         case .sent:
             next = nil
@@ -65,20 +82,20 @@ extension SQLiteStore {
             sent.bind(3, record.replyText)
             sent.bind(4, claimed.message.id)
             sent.bind(5, claimed.message.leaseUntil?.milliseconds)
-            try sent.run()
+            changed = try sent.run() > 0
             let lifetime = claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)
             statements.codeExpiry.bind(1, finished + Int64(lifetime * 1000))
             statements.codeExpiry.bind(2, claimed.codeID)
             try statements.codeExpiry.run()
         case .deferred(let until):
             next = until.milliseconds
-            try update(db, claimed, state: "deferred", record, next: next, at: finished)
+            changed = try update(db, claimed, state: "deferred", record, next: next, at: finished)
         case .failed:
             next = nil
-            try update(db, claimed, state: "failed", record, next: nil, at: finished)
+            changed = try update(db, claimed, state: "failed", record, next: nil, at: finished)
         case .dead:
             next = nil
-            try update(db, claimed, state: "dead", record, next: nil, at: finished)
+            changed = try update(db, claimed, state: "dead", record, next: nil, at: finished)
         case .returned(let until):
             next = until.milliseconds
             // The connection failed, not the message: the attempt is given back and the row waits.
@@ -94,9 +111,12 @@ extension SQLiteStore {
         attempt.bind(7, record.replyText)
         attempt.bind(8, next)
         try attempt.run()
+        return changed
     }
 
-    private static func update(_ db: Database, _ claimed: ClaimedMessage, state: String, _ record: DeliveryRecord, next: Int64?, at: Int64) throws {
+    private static func update(_ db: Database, _ claimed: ClaimedMessage, state: String, _ record: DeliveryRecord, next: Int64?, at: Int64) throws
+        -> Bool
+    {
         try db.cachedStatement(
             sql: """
                 UPDATE outbox SET state = :state, lease_until = NULL, updated_at = :at,
@@ -107,6 +127,8 @@ extension SQLiteStore {
             "state": state, "at": at, "next": next, "code": record.replyCode, "reply": record.replyText, "id": claimed.message.id,
             "lease": claimed.message.leaseUntil?.milliseconds,
         ])
+        let changed = db.changesCount > 0
         try db.cachedStatement(sql: "UPDATE action_codes SET expires_at = created_at WHERE id = ?").execute(arguments: [claimed.codeID])
+        return changed
     }
 }

@@ -68,6 +68,9 @@ extension SQLiteStore {
                     sql: "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
                     arguments: [next.rawValue, String(reply.prefix(1000)), at, feedback.outboxID])
                 state = next
+                let detail = Self.extraJSON(
+                    "feedback", ["kind": feedback.kind.rawValue, "status": feedback.status, "diagnostic": String(feedback.diagnostic.prefix(1000))])
+                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: detail)
             }
             var suppression: Suppression?
             switch feedback.kind {

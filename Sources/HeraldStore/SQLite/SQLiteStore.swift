@@ -14,6 +14,8 @@ public final class SQLiteStore: HeraldStore {
     let pool: LedgerPool
     /// The durable writes' group commit.
     let durable: GroupCommit
+    /// The endpoints each state change writes a webhook delivery for.
+    let webhooks: WebhookRouting
 
     /// Opens (creating if needed) the database at `path` and applies pending migrations.
     ///
@@ -21,7 +23,9 @@ public final class SQLiteStore: HeraldStore {
     /// operation fails as `UNAVAILABLE` (and is retried or answered 503 by the caller).
     /// - Throws: `UNAVAILABLE` while the file is locked, read-only or on a full disk;
     ///   `INVALID_CONFIGURATION` when it cannot be a ledger at all.
-    public init(path: String, busyTimeout: TimeInterval = 10) throws {
+    /// `webhooks` names the endpoints each state change writes a delivery for, in the change's transaction.
+    public init(path: String, busyTimeout: TimeInterval = 10, webhooks: WebhookRouting = .none) throws {
+        self.webhooks = webhooks
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {

@@ -12,10 +12,11 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// Opens the ledger called `name` in `scratch`, creating it empty the first time; opening the
-    /// same name again reaches the same ledger, as a second process would.
-    func makeStore(in scratch: ScratchDirectory, name: String = "ledger") throws -> any HeraldStore {
+    /// same name again reaches the same ledger, as a second process would. `webhooks` are the endpoints it writes
+    /// deliveries for.
+    func makeStore(in scratch: ScratchDirectory, name: String = "ledger", webhooks: WebhookRouting = .none) throws -> any HeraldStore {
         switch self {
-        case .sqlite: try SQLiteStore(path: scratch.path("\(name).sqlite"))
+        case .sqlite: try SQLiteStore(path: scratch.path("\(name).sqlite"), webhooks: webhooks)
         }
     }
 }

@@ -1,0 +1,66 @@
+import Foundation
+import HeraldCore
+import HeraldMail
+import HeraldStore
+
+/// One configured endpoint beside what the ledger holds for it.
+public struct WebhookEndpointReport: Sendable, Hashable {
+    public let endpoint: String
+    /// Nil for an endpoint that has deliveries but is no longer configured (nothing posts them).
+    public let url: String?
+    public let events: [String]
+    public let queued: Int
+    public let delivered: Int
+    public let dead: Int
+    public let oldestQueuedAt: Date?
+    public let lastDeliveredAt: Date?
+    public let lastError: String?
+    public let lastErrorAt: Date?
+}
+
+/// Webhooks from an operator's side: what each endpoint has been told, a test POST, and replays.
+extension Actions {
+    /// Every configured endpoint, and any the ledger still holds deliveries for, with counts and the last error.
+    public func webhookReports() throws -> [WebhookEndpointReport] {
+        let summaries = Dictionary(try store.webhookSummaries().map { ($0.endpoint, $0) }, uniquingKeysWith: { $1 })
+        let names = Set(configuration.webhooks.endpoints.map(\.name)).union(summaries.keys).sorted()
+        return names.map { name in
+            let endpoint = configuration.webhooks.endpoint(named: name)
+            let summary = summaries[name]
+            return WebhookEndpointReport(
+                endpoint: name, url: endpoint?.url, events: endpoint.map { $0.events.map(\.rawValue).sorted() } ?? [],
+                queued: summary?.queued ?? 0, delivered: summary?.delivered ?? 0, dead: summary?.dead ?? 0,
+                oldestQueuedAt: summary?.oldestQueuedAt, lastDeliveredAt: summary?.lastDeliveredAt, lastError: summary?.lastError,
+                lastErrorAt: summary?.lastErrorAt)
+        }
+    }
+
+    /// POSTs a signed `test` event to endpoint `name` now, outside the ledger, and returns its answer.
+    ///
+    /// - Throws: `ARGUMENT_ERROR` for an endpoint that is not configured; `UNAVAILABLE` when it cannot be reached.
+    public func testWebhook(named name: String, now: Date = Date()) throws -> WebhookPoster.Answer {
+        guard let endpoint = configuration.webhooks.endpoint(named: name) else {
+            let known = configuration.webhooks.endpoints.map(\.name).joined(separator: ", ")
+            throw HeraldError(.argumentError, "no webhook endpoint '\(name)' is configured (configured: \(known.isEmpty ? "none" : known))")
+        }
+        let id = UUID().uuidString.lowercased()
+        let body = TestEvent(id: id, type: "test", occurredAt: now.iso8601, endpoint: name)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(body), as: UTF8.self)
+        return try WebhookPoster(timeout: configuration.webhooks.timeout).post(
+            endpoint, body: json, eventID: id, type: "test", delivery: nil, attempt: 1, now: now)
+    }
+
+    /// Queues matching deliveries again, due now, with a fresh attempt budget; returns how many.
+    public func replayWebhooks(_ filter: WebhookReplayFilter, now: Date = Date()) throws -> Int {
+        try store.replayWebhookDeliveries(filter, now: now)
+    }
+
+    private struct TestEvent: Encodable {
+        let id: String
+        let type: String
+        let occurredAt: String
+        let endpoint: String
+    }
+}

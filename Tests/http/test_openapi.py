@@ -1,0 +1,163 @@
+"""#14 part 4: `/openapi.json` describes every path `herald serve` answers, and schemathesis keeps it true.
+
+The document is the committed Sources/HeraldServer/OpenAPI/openapi.json, served as is. These tests fetch it
+from a live server, check it is a valid OpenAPI 3.1 document naming every route, then let schemathesis
+generate requests from it against that server, once as an app (API key) and once as the administrator
+(bearer token, emulator mode): no answer may be a 5xx, or have a status or a JSON body the document does
+not describe.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+import schemathesis
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
+
+from helpers import API_KEY
+from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, PREFIXES, PROJECT
+
+# Every Identity Toolkit method by its v1 name and its legacy v3 name (IdentityToolkitController.methods).
+TOOLKIT = {
+    "accounts:sendOobCode": "getOobConfirmationCode",
+    "accounts:resetPassword": "resetPassword",
+    "accounts:signInWithEmailLink": "emailLinkSignin",
+    "accounts:update": "setAccountInfo",
+    "accounts:createAuthUri": "createAuthUri",
+    "accounts:lookup": "getAccountInfo",
+    "accounts:signUp": "signupNewUser",
+    "accounts": None,
+    "accounts:signInWithPassword": "verifyPassword",
+    "accounts:signInWithIdp": "verifyAssertion",
+    "accounts:delete": "deleteAccount",
+    "codes:inspect": None,
+    "codes:redeem": None,
+}
+LEGACY_PREFIXES = ["/www.googleapis.com/identitytoolkit/v3/relyingparty/", "/identitytoolkit/v3/relyingparty/"]
+KEYS = "securetoken@system.gserviceaccount.com"
+
+# Every other route, by method (HeraldServer.application).
+ROUTES = {
+    ("post", "/securetoken.googleapis.com/v1/token"), ("post", "/v1/token"),
+    ("get", "/.well-known/jwks.json"), ("get", f"/service_accounts/v1/jwk/{KEYS}"),
+    ("get", f"/robot/v1/metadata/x509/{KEYS}"),
+    ("get", "/__/auth/action"), ("post", "/__/auth/action"), ("get", "/__/auth/links"),
+    ("get", "/__/auth/handler"), ("get", "/emulator/auth/handler"),
+    ("get", "/unsubscribe"), ("post", "/unsubscribe"),
+    ("get", "/admin/campaigns/{id}"), ("get", "/admin/audit"),
+    ("post", "/admin/messages:retry"), ("post", "/admin/messages:cancel"),
+    ("get", "/admin/suppressions"), ("post", "/admin/suppressions"),
+    ("get", "/admin/suppressions/{email}"), ("delete", "/admin/suppressions/{email}"),
+    ("get", "/emulator/v1/projects/{project}/oobCodes"),
+    ("get", "/health"), ("get", "/metrics"), ("get", "/openapi.json"),
+}
+
+CHECKS = "not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance"
+EXAMPLES_PER_OPERATION = 12
+SCHEMATHESIS_TIMEOUT = 240  # seconds, each run
+
+
+def expected_routes() -> set[tuple[str, str]]:
+    routes = set(ROUTES)
+    for prefix in PREFIXES:
+        templated = prefix.replace(f"/projects/{PROJECT}/", "/projects/{project}/")
+        routes |= {("post", templated + v1) for v1 in TOOLKIT}
+    for prefix in LEGACY_PREFIXES:
+        routes |= {("post", prefix + v3) for v3 in TOOLKIT.values() if v3}
+    return routes
+
+
+def documented_routes(document: dict) -> set[tuple[str, str]]:
+    routes = set()
+    for path, item in document["paths"].items():
+        if "$ref" in item:
+            item = document["components"]["pathItems"][item["$ref"].rsplit("/", 1)[1]]
+        routes |= {(method, path) for method in ("get", "post", "delete", "put", "patch") if method in item}
+    return routes
+
+
+def fetch_document(srv) -> dict:
+    resp = requests.get(f"{srv.url}/openapi.json", timeout=HTTP_TIMEOUT)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["Content-Type"].startswith("application/json")
+    return resp.json()
+
+
+def test_openapi_json_is_a_valid_openapi_3_1_document_of_every_route(server):
+    srv = server()
+    document = fetch_document(srv)
+    assert document["openapi"].startswith("3.1.")
+    validate(document, cls=OpenAPIV31SpecValidator)
+    operations = [result.ok() for result in schemathesis.openapi.from_dict(document).get_all_operations()]
+    assert len(operations) == len(expected_routes())
+
+    documented = documented_routes(document)
+    assert documented == expected_routes(), (
+        f"undocumented: {sorted(expected_routes() - documented)}; not served: {sorted(documented - expected_routes())}")
+
+    # Each documented route is one the server takes: routed, it answers something other than the
+    # unrouted 404/405 (the API families' catch-all and the framework both say NOT_FOUND).
+    fill = {"{project}": PROJECT, "{id}": "1", "{email}": "nobody@example.com"}
+    for method, path in sorted(documented):
+        url = srv.url + path
+        for placeholder, value in fill.items():
+            url = url.replace(placeholder, value)
+        resp = requests.request(method, url, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        if path.startswith(("/emulator/v1/", "/admin/suppressions/", "/admin/campaigns/")):
+            assert resp.status_code in (401, 404), (method, path, resp.status_code)  # not emulator mode; admin
+            continue
+        assert resp.status_code not in (404, 405), (method, path, resp.status_code, resp.text[:200])
+
+
+def run_schemathesis(srv, tmp_path: Path, name: str, auth: str) -> subprocess.CompletedProcess:
+    """schemathesis against the live server, from the document it serves; `auth` is the TOML of the schemes."""
+    config = tmp_path / f"schemathesis-{name}.toml"
+    # The coverage phase also sends methods a path does not serve, expecting 405: TRACE and QUERY are left out,
+    # since the front door answers methods Herald serves nowhere with 501 before any route sees them.
+    config.write_text(
+        f"""
+[parameters]
+"path.project" = "{PROJECT}"
+
+[phases.coverage]
+unexpected-methods = ["get", "put", "post", "delete", "patch", "options"]
+
+{auth}
+""",
+        encoding="utf-8",
+    )
+    argv = [
+        sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", f"{srv.url}/openapi.json",
+        "--checks", CHECKS, "--max-examples", str(EXAMPLES_PER_OPERATION), "--phases", "examples,coverage,fuzzing",
+        "--workers", "2", "--seed", "14", "--no-color", "--request-timeout", "10", "--max-redirects", "0",
+        "--generation-database", "none", "--suppress-health-check", "all",
+    ]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=SCHEMATHESIS_TIMEOUT, cwd=tmp_path)
+    (tmp_path / f"schemathesis-{name}.log").write_text(result.stdout + result.stderr, encoding="utf-8")
+    return result
+
+
+def assert_no_failures(result: subprocess.CompletedProcess, srv) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"schemathesis exited {result.returncode}\n{output[-12000:]}\n{srv.stderr_text()[-4000:]}"
+
+
+def test_schemathesis_finds_no_server_error_or_undocumented_answer_as_an_app(server, tmp_path):
+    srv = server()
+    started = time.monotonic()
+    result = run_schemathesis(srv, tmp_path, "app", f'[auth.openapi.apiKey]\napi_key = "{API_KEY}"\n'
+                                                    f'[auth.openapi.adminToken]\nbearer = "{ADMIN_TOKEN}"\n')
+    assert_no_failures(result, srv)
+    print(f"schemathesis as an app: {time.monotonic() - started:.1f}s")
+
+
+def test_schemathesis_finds_no_server_error_or_undocumented_answer_as_the_administrator(server, tmp_path):
+    srv = server(server={"emulatorMode": True})
+    started = time.monotonic()
+    result = run_schemathesis(srv, tmp_path, "admin", f'[auth.openapi.adminToken]\nbearer = "{ADMIN_TOKEN}"\n')
+    assert_no_failures(result, srv)
+    print(f"schemathesis as the administrator: {time.monotonic() - started:.1f}s")
