@@ -14,7 +14,7 @@ demo: deps build
 test: deps build
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 	$(SWIFT) test --skip-build
-	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat
+	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console
 
 ## Debian packages (libcurl4-openssl-dev, …) and Python test tools, installed only when missing.
 deps:

@@ -88,7 +88,8 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldActions", "HeraldCore",
+                "HeraldActions", "HeraldCore", "HeraldMail",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

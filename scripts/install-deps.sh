@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# chromium: headless, renders the campaign HTML report in Tests/campaigns (/usr/bin/chromium).
+# chromium, chromium-driver: headless, render the campaign HTML report (Tests/campaigns) and drive the /admin console
+# through Selenium (Tests/console); fonts-noto-core draws its Persian (RTL) previews.
 # postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
 # smtp-source tools serve the benchmark.
-packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium postfix)
+packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(wrk); fi

@@ -20,6 +20,8 @@ import Synchronization
 public final class Actions: Sendable {
     public let configuration: HeraldConfiguration
     let store: any HeraldStore
+    /// Renders template previews and the console's test messages; the worker holds its own.
+    let composer: MessageComposer
     /// The right-hand side of every Message-ID: the sender's domain.
     let messageDomain: String
     /// Reads the outbox row out of a bounce's address (`bounces.domain`), as the composer wrote it.
@@ -57,6 +59,7 @@ public final class Actions: Sendable {
     public init(configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer, logger: Logger = Logger(label: "herald")) {
         self.configuration = configuration
         self.store = store
+        self.composer = composer
         messageDomain = String(composer.from.address.domain)
         verp = composer.verp
         unsubscribeTokens = composer.unsubscribeTokens

@@ -38,6 +38,7 @@ public enum HeraldServer {
         router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
         router.addRoutes(UnsubscribeController(actions: actions, pages: pages).routes)
         router.addRoutes(try SignInHandlerController(actions: actions, pages: pages).routes)
+        router.addRoutes(ConsoleController(actions: actions).routes, atPath: "admin")
         router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
         router.addRoutes(SuppressionsController(actions: actions).routes, atPath: "admin")
         router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")

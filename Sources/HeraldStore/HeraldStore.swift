@@ -10,8 +10,8 @@ import HeraldCore
 /// let store: any HeraldStore = try SQLiteStore(path: "var/herald.sqlite")
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
-public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, AbuseStore, SuppressionStore,
-    RequeueStore, WebhookStore
+public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, ConsoleQueries, AbuseStore,
+    SuppressionStore, RequeueStore, WebhookStore
 {}
 
 /// Opens the store a configuration names.

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldMail
 
 /// Renders a `CampaignReport` as text, JSON or a standalone HTML page with an SVG chart (no JavaScript).
 public enum ReportFormatter {
@@ -141,10 +142,7 @@ public enum ReportFormatter {
 
     private static func quote(_ value: Double) -> String { "\"\(String(format: "%.1f", value))\"" }
 
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
 }
 
 extension String {

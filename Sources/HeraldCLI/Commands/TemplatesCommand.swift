@@ -26,14 +26,9 @@ struct PreviewCommand: AsyncParsableCommand {
             let kind = try ActionKind(argument: action)
             let runtime = try await Runtime.load(global)
             let composer = try runtime.composer()
-            let domain = runtime.configuration.links.authorizedDomains.first ?? "localhost"
-            let input = MessageComposer.Input(
-                kind: kind, email: try EmailAddress("ada@example.com"),
-                newEmail: kind == .verifyAndChangeEmail ? try EmailAddress("ada.lovelace@example.com") : nil,
-                displayName: "Ada Lovelace", locale: try locale.map { try LocaleTag($0) } ?? runtime.configuration.links.defaultLocale,
-                settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
-                code: "PREVIEW-ONLY-NOT-A-VALID-CODE", messageID: "<preview.herald@\(composer.from.address.domain)>",
-                requestedAt: Date(), date: Date())
+            let configuration = runtime.configuration
+            let input = try composer.sampleInput(
+                kind, locale: try locale.map { try LocaleTag($0) } ?? configuration.links.defaultLocale, links: configuration.links)
             let composed = try composer.compose(input)
             guard let out else {
                 FileHandle.standardOutput.write(Data(composed.bytes))

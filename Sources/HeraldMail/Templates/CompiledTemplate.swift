@@ -58,7 +58,7 @@ struct CompiledTemplate: Sendable {
         return output
     }
 
-    /// The same escaping swift-mustache applies to `{{name}}` in HTML templates.
+    /// The same escaping swift-mustache applies to `{{name}}` in HTML templates (`&`, `<`, `>`, `"`, `'`).
     static func escapeHTML(_ text: String) -> String {
         var contiguous = text
         let escaped: [UInt8]? = contiguous.withUTF8 { bytes in

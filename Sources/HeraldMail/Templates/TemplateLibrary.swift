@@ -54,6 +54,11 @@ public struct TemplateLibrary: Sendable {
         self.defaultLocale = defaultLocale
     }
 
+    /// The locales `kind` has templates for, in tag order.
+    public func locales(of kind: ActionKind) -> [LocaleTag] {
+        locales[kind, default: []].sorted { $0.value < $1.value }
+    }
+
     /// The locale whose templates serve a request for `requested`.
     public func resolve(_ kind: ActionKind, _ requested: LocaleTag) -> LocaleTag {
         cache.resolved(kind: kind.rawValue, requested: requested.value) {

@@ -4,19 +4,26 @@ import Hummingbird
 
 /// The administrator's credential: `Authorization: Bearer <server.adminToken>`, or the Admin SDKs'
 /// emulator credential `Bearer owner` from loopback when `server.allowEmulatorOwner` is set (and never
-/// through a proxy on the same host: a request carrying `X-Forwarded-For` or `Forwarded` is not local).
+/// through a proxy on the same host: a request carrying `X-Forwarded-For` or `Forwarded` is not local); for
+/// reading pages and exports, also the `/admin` console's session cookie.
 struct AdminCredential: Sendable {
     /// Empty disables admin calls (an empty bearer token never matches).
     let token: String
     let allowsEmulatorOwner: Bool
+    /// The console's sessions, which may read (`GET`) the admin pages and exports but not call the JSON APIs.
+    let sessions: ConsoleSessions
 
     init(_ server: HeraldConfiguration.Server) {
         token = server.adminToken
         allowsEmulatorOwner = server.allowEmulatorOwner
+        sessions = ConsoleSessions(server)
     }
 
     /// Whether the request carries the credential.
     func isPresented(by request: Request, context: HeraldRequestContext) -> Bool {
+        if request.method == .get || request.method == .head, sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) != nil {
+            return true
+        }
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
             return false
         }

@@ -97,6 +97,6 @@ struct AdminController: Sendable {
         guard let query = try? request.uri.decodeQuery(as: AuditQuery.self, context: context) else {
             throw HeraldError(.invalidArgument, "malformed query")
         }
-        return AuditStream.response(try query.filter(), actions: actions, logger: context.logger)
+        return AuditStream.response(try query.filter(), format: try query.exportFormat(), actions: actions, logger: context.logger)
     }
 }

@@ -4,11 +4,11 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The audit as a streamed JSON-lines response, in bounded memory however many rows match.
+/// The audit as a streamed JSON-lines or CSV response, in bounded memory however many rows match.
 enum AuditStream {
     /// A producer thread reads rows and feeds the body in 32 KiB chunks, waiting while 16 are unsent;
-    /// it stops the scan when the client has gone away.
-    static func response(_ filter: AuditFilter, actions: Actions, logger: Logger) -> Response {
+    /// it stops the scan when the client has gone away. CSV comes as a download, with its header line.
+    static func response(_ filter: AuditFilter, format: AuditFormatter.Format = .jsonl, actions: Actions, logger: Logger) -> Response {
         let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(16))
         DispatchQueue.global().async {
             /// Waits while the client is behind; throws when it has gone away.
@@ -22,10 +22,10 @@ enum AuditStream {
                     }
                 }
             }
-            var pending = ""
+            var pending = AuditFormatter.header(format).map { $0 + "\n" } ?? ""
             do {
                 try actions.audit(filter) { row in
-                    pending += AuditFormatter.line(row, .jsonl) + "\n"
+                    pending += AuditFormatter.line(row, format) + "\n"
                     if pending.utf8.count > 32 * 1024 {
                         try send(pending)
                         pending = ""
@@ -35,13 +35,18 @@ enum AuditStream {
                 return continuation.finish()
             } catch {
                 logger.error("audit query failed", metadata: ["error": "\(error)"])
-                pending += #"{"error":"audit query failed"}"# + "\n"
+                pending += (format == .csv ? "# audit query failed" : #"{"error":"audit query failed"}"#) + "\n"
             }
             if !pending.isEmpty { try? send(pending) }
             continuation.finish()
         }
-        return Response(
-            status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"],
-            body: ResponseBody(asyncSequence: chunks))
+        let headers: HTTPFields =
+            format == .csv
+            ? [
+                .contentType: "text/csv; charset=utf-8", .cacheControl: "no-store",
+                .contentDisposition: #"attachment; filename="herald-audit.csv""#,
+            ]
+            : [.contentType: "application/x-ndjson", .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody(asyncSequence: chunks))
     }
 }

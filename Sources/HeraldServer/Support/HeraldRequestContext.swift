@@ -14,6 +14,8 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
     var caller = Actions.Caller.app
     /// The largest body `requestDecoder` reads; `BodyLimitMiddleware` sets `server.maxBodyBytes`.
     var maxUploadSize = 64 * 1024
+    /// The console's signed-in browser (`ConsoleAuthMiddleware`).
+    var consoleSession: ConsoleSessions.Session?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -411,6 +411,11 @@ enum SQLiteMigrations {
                     CREATE INDEX webhook_deliveries_created ON webhook_deliveries(created_at);
                     """)
         }
+        migrator.registerMigration("v16: a retried row keeps its first queue time") { db in
+            // A retry resets queued_at (the queue lifetime counts again); this keeps the original for the history.
+            // NULL until the first retry: queued_at is then the first.
+            try db.execute(sql: "ALTER TABLE outbox ADD COLUMN first_queued_at INTEGER")
+        }
         return migrator
     }
 }

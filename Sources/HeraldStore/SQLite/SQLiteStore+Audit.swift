@@ -5,32 +5,18 @@ import HeraldCore
 extension SQLiteStore {
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
-        var conditions: [String] = []
-        var arguments: StatementArguments = ["now": now.milliseconds]
-        if let email = filter.email {
-            conditions.append(Self.addressed(to: ":email", in: "o"))
-            arguments += ["email": email.value]
-        }
-        if let campaign = filter.campaign {
-            conditions.append("o.campaign_id = :campaign")
-            arguments += ["campaign": campaign]
-        }
-        if let kind = filter.kind {
-            conditions.append("o.action = :action")
-            arguments += ["action": kind.rawValue]
-        }
-        if let since = filter.since {
-            conditions.append("o.queued_at >= :since")
-            arguments += ["since": since.milliseconds]
-        }
+        var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
+        conditions.email(filter.email)
+        conditions.campaign(filter.campaign)
+        conditions.kind(filter.kind)
+        conditions.queued(since: filter.since)
         if let until = filter.until {
-            conditions.append("o.queued_at <= :until")
-            arguments += ["until": until.milliseconds]
+            conditions.add("o.queued_at <= :until", ["until": until.milliseconds])
         }
         switch filter.status {
-        case .redeemed: conditions.append("redeemed_at IS NOT NULL")
-        case .unredeemed: conditions.append("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
-        case .expired: conditions.append("expired = 1")
+        case .redeemed: conditions.add("redeemed_at IS NOT NULL")
+        case .unredeemed: conditions.add("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
+        case .expired: conditions.add("expired = 1")
         case nil: break
         }
         let sql = """
@@ -56,11 +42,11 @@ extension SQLiteStore {
                 LEFT JOIN mail_feedback f ON f.id = (
                     SELECT m.id FROM mail_feedback m WHERE m.outbox_id = o.id AND m.kind != 'unsubscribe' ORDER BY m.id DESC LIMIT 1)
             ) AS o
-            \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+            \(conditions.whereClause)
             ORDER BY o.id
             """
         try pool.read { db in
-            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: conditions.arguments)
             while let row = try cursor.next() {
                 try each(
                     AuditRow(

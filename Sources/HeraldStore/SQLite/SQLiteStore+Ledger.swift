@@ -5,17 +5,10 @@ import HeraldCore
 extension SQLiteStore {
     /// Outbox rows in id order, optionally filtered by state and recipient.
     public func messages(state: OutboxState?, email: EmailAddress?, limit: Int?) throws -> [OutboxMessage] {
-        var conditions: [String] = []
-        var arguments: StatementArguments = []
-        if let state {
-            conditions.append("state = :state")
-            arguments += ["state": state.rawValue]
-        }
-        if let email {
-            conditions.append(Self.addressed(to: ":email"))
-            arguments += ["email": email.value]
-        }
-        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        var conditions = OutboxConditions()
+        conditions.state(state)
+        conditions.email(email)
+        let (filter, arguments) = (conditions.whereClause, conditions.arguments)
         let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
         return try pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map(Records.message)

@@ -14,7 +14,7 @@ extension SQLiteStore {
         return try change(sql, arguments, dryRun: dryRun, event: "retried", actor: actor, now: now) { db, at in
             try db.cachedStatement(
                 sql: """
-                    UPDATE outbox SET state = 'queued', attempts = 0, queued_at = ?1, next_attempt_at = ?1, due_at = ?1,
+                    UPDATE outbox SET state = 'queued', attempts = 0, first_queued_at = COALESCE(first_queued_at, queued_at), queued_at = ?1, next_attempt_at = ?1, due_at = ?1,
                         lease_until = NULL, claimed_by = NULL, updated_at = ?1, last_reply = ?2
                     WHERE id = ?3 AND state IN (\(Self.stateList(filter.states)))
                     """)
@@ -83,20 +83,14 @@ extension SQLiteStore {
 
     /// The `WHERE` of a filter over `outbox o`.
     private static func requeueCondition(_ filter: RequeueFilter) -> (String, StatementArguments) {
-        var conditions = ["o.state IN (\(stateList(filter.states)))"]
-        var arguments: StatementArguments = [:]
-        if let campaign = filter.campaign {
-            conditions.append("o.campaign_id = :campaign")
-            arguments += ["campaign": campaign]
+        var conditions = OutboxConditions(table: "o")
+        conditions.add("o.state IN (\(stateList(filter.states)))")
+        conditions.campaign(filter.campaign)
+        conditions.email(filter.email)
+        conditions.queued(since: filter.since)
+        if let ids = filter.ids {
+            conditions.add("o.id IN (\(ids.map(String.init).joined(separator: ",")))")
         }
-        if let email = filter.email {
-            conditions.append(addressed(to: ":email", in: "o"))
-            arguments += ["email": email.value]
-        }
-        if let since = filter.since {
-            conditions.append("o.queued_at >= :since")
-            arguments += ["since": since.milliseconds]
-        }
-        return (conditions.joined(separator: " AND "), arguments)
+        return (conditions.conditions.joined(separator: " AND "), conditions.arguments)
     }
 }

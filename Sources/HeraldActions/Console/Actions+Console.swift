@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import HeraldMail
+import HeraldStore
+
+/// What the `/admin` console reads and does beyond the reports: message search and history, recent sends,
+/// template previews and test messages.
+extension Actions {
+    /// Checks a console sign-in's admin token, counting failures per client network as password sign-ins do
+    /// (`limits.ipSignInFailuresPerHour`), so the form cannot be used to guess the token.
+    ///
+    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` while the client's network is locked out; `INVALID_LOGIN_CREDENTIALS`
+    ///   for a wrong token (or none configured).
+    public func checkAdminToken(_ presented: String, clientIP: String?, now: Date = Date()) throws {
+        if let ip = clientIP, !clientFailures.allows(ip, now: now) {
+            throw refused(LimitRefusal(counter: "console-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)
+        }
+        let token = configuration.server.adminToken
+        guard !token.isEmpty, Secret.equal(presented, token) else {
+            if let ip = clientIP { _ = clientFailures.take(ip, now: now) }
+            throw HeraldError(.invalidLoginCredentials, "not the admin token")
+        }
+    }
+
+    /// Outbox rows matching `search`, newest first, at most `limit`.
+    public func searchMessages(_ search: MessageSearch, limit: Int = 200) throws -> [OutboxMessage] {
+        try store.searchMessages(search, limit: max(1, min(limit, 10_000)))
+    }
+
+    /// One row's history: queued, attempts with SMTP replies, retries and cancels, clicks and redemptions,
+    /// bounces and complaints. - Throws: `NOT_FOUND`.
+    public func messageHistory(id: Int64) throws -> MessageHistory {
+        guard let history = try store.history(outboxID: id) else { throw HeraldError(.notFound, "no message \(id)") }
+        return history
+    }
+
+    /// Delivery attempts of the last `window`, per five-minute bucket, outcome and reply class.
+    public func sendActivity(window: TimeInterval = 3600, now: Date = Date()) throws -> [SendActivity] {
+        try store.sendActivity(since: now.addingTimeInterval(-window))
+    }
+
+    /// Every action with the locales it has templates for.
+    public var templateLocales: [(kind: ActionKind, locales: [LocaleTag])] {
+        ActionKind.allCases.map { kind in (kind, composer.templates.locales(of: kind)) }
+    }
+
+    /// The subject and bodies of an action in a locale, with sample data.
+    public func preview(_ kind: ActionKind, locale: LocaleTag) throws -> RenderedContent {
+        composer.content(try composer.sampleInput(kind, locale: locale, links: configuration.links))
+    }
+
+    /// Sends the sample message of an action in a locale to `recipient` through the configured relay, on one
+    /// short-lived connection, and returns the relay's answer. Nothing enters the outbox: the message carries
+    /// no working link. Addresses suppressed for all mail are refused.
+    ///
+    /// - Throws: `INVALID_EMAIL`; `RECIPIENT_SUPPRESSED` naming the reason.
+    public func sendTemplateTest(
+        _ kind: ActionKind, locale: LocaleTag, to recipient: String, dispatcher makeDispatcher: (() throws -> any MailDispatcher)? = nil
+    ) throws -> DeliveryResult {
+        let address = try EmailAddress(recipient)
+        if let suppression = try store.suppressions(emails: [address.value])[address.value], suppression.scope == .all {
+            throw HeraldError(.recipientSuppressed, "\(address.value) is suppressed (\(suppression.reason.rawValue))")
+        }
+        let composed = try composer.compose(try composer.sampleInput(kind, locale: locale, links: configuration.links, to: address))
+        let settings = SMTPSettings(configuration.smtp)
+        let dispatcher = try makeDispatcher?() ?? CurlSMTPDispatcher(settings: settings, lanes: 1)
+        defer { dispatcher.close() }
+        dispatcher.start(lane: 0, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
+        let deadline = Date().addingTimeInterval(configuration.smtp.connectTimeout + configuration.smtp.timeout + 5)
+        while Date() < deadline {
+            if let finished = dispatcher.poll(timeout: 0.25).first { return finished.result }
+        }
+        return DeliveryResult(outcome: .connection, replyCode: nil, replyText: "no answer from the relay in time")
+    }
+}

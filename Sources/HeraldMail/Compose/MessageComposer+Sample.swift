@@ -1,0 +1,22 @@
+import Foundation
+import HeraldCore
+
+extension MessageComposer {
+    /// The code in previews and test messages: the action pages answer it as an unknown code.
+    public static let sampleCode = "PREVIEW-ONLY-NOT-A-VALID-CODE"
+
+    /// An action's message with sample data, as `herald templates preview` and the console show it: the link
+    /// carries `sampleCode`, which redeems nothing. `recipient` replaces the sample address.
+    public func sampleInput(
+        _ kind: ActionKind, locale: LocaleTag, links: HeraldConfiguration.Links, to recipient: EmailAddress? = nil
+    ) throws -> Input {
+        let domain = links.authorizedDomains.first ?? "localhost"
+        let email = try recipient ?? EmailAddress("ada@example.com")
+        let newEmail = kind == .verifyAndChangeEmail ? try recipient ?? EmailAddress("ada.lovelace@example.com") : nil
+        return Input(
+            kind: kind, email: email, newEmail: newEmail, displayName: "Ada Lovelace", locale: locale,
+            settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
+            code: Self.sampleCode, messageID: "<sample.\(UUID().uuidString.lowercased())@\(from.address.domain)>",
+            requestedAt: Date(), date: Date())
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import HeraldCore
+import Hummingbird
+
+/// Lets a signed-in browser through to the console: others are sent to the sign-in form. A `POST` must also
+/// carry the session's CSRF token in its form's `csrf` field, or it is refused with 403 and changes nothing.
+struct ConsoleAuthMiddleware: RouterMiddleware {
+    let sessions: ConsoleSessions
+
+    /// The one field the middleware reads from a form.
+    struct CSRFField: Decodable {
+        var csrf: String?
+    }
+
+    func handle(
+        _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
+    ) async throws -> Response {
+        guard let session = sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) else {
+            return ConsolePage.redirect(to: "/admin/sign-in")
+        }
+        var context = context
+        context.consoleSession = session
+        context.caller = .admin
+        guard request.method == .post else { return try await next(request, context) }
+        var request = request
+        let form = try await ConsoleForm.read(&request, as: CSRFField.self)
+        guard let presented = form?.csrf, Secret.equal(presented, session.csrf) else {
+            return ConsolePage.message(
+                "Refused", "This form has expired or did not come from the console. Go back, reload the page and try again.",
+                status: .forbidden)
+        }
+        return try await next(request, context)
+    }
+}
+
+/// A console form's URL-encoded body.
+enum ConsoleForm {
+    /// Largest form body the console reads.
+    static let limit = 64 * 1024
+
+    /// Decodes the body (collected once, so a handler may read it again); nil when it is not a form of `T`.
+    static func read<T: Decodable>(_ request: inout Request, as type: T.Type) async throws -> T? {
+        let body = try await request.collectBody(upTo: limit)
+        return try? URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import Hummingbird
+
+/// `/admin/campaigns`: every campaign with its progress, and pause / resume / cancel.
+extension ConsoleController {
+    /// What a finished change says on the page it returns to (never text from the request).
+    static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
+
+    @Sendable func campaigns(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let actions = actions
+        let list: [(campaign: Campaign, counts: [OutboxState: Int])]
+        do {
+            list = try await offload { try actions.campaigns() }
+        } catch {
+            return failure(error, "Campaigns", context: context)
+        }
+        let session = context.consoleSession
+        let rows = list.sorted { $0.campaign.id > $1.campaign.id }.map { campaign, counts in
+            Self.campaignRow(campaign, counts, csrf: session?.csrf ?? "")
+        }
+        let done = request.uri.queryParameters["done"].map(String.init).flatMap { Self.campaignNotices[$0] }
+        let id = request.uri.queryParameters["id"].flatMap { Int64(String($0)) }
+        let body =
+            ConsolePage.notice(done.flatMap { text in id.map { "\(text) \($0)." } })
+            + ConsolePage.table(
+                id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Report", ""], rows,
+                empty: "No campaigns yet: create one with herald campaign create.")
+            + #"<p class="muted">This page refreshes every 10 seconds.</p>"#
+        return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: 10))
+    }
+
+    static func campaignRow(_ campaign: Campaign, _ counts: [OutboxState: Int], csrf: String) -> String {
+        let total = counts.values.reduce(0, +)
+        let sent = [OutboxState.sent, .bounced, .complained].reduce(0) { $0 + (counts[$1] ?? 0) }
+        let failed = [OutboxState.failed, .dead].reduce(0) { $0 + (counts[$1] ?? 0) }
+        let base = "/admin/campaigns/\(campaign.id)"
+        var buttons: [String] = []
+        if campaign.state == .active {
+            buttons.append(ConsolePage.form(action: "\(base)/pause", csrf: csrf, button: "Pause", buttonClass: "pause"))
+        }
+        if campaign.state == .paused {
+            buttons.append(ConsolePage.form(action: "\(base)/resume", csrf: csrf, button: "Resume", buttonClass: "resume"))
+        }
+        if campaign.state != .cancelled {
+            buttons.append(ConsolePage.form(action: "\(base)/cancel", csrf: csrf, button: "Cancel", buttonClass: "cancel"))
+        }
+        return """
+            <tr id="campaign-\(campaign.id)"><td>\(campaign.id)</td><td class="name">\(ConsolePage.escape(campaign.name))</td>\
+            <td>\(campaign.kind.rawValue)</td><td class="state">\(campaign.state.rawValue)</td>\
+            <td class="progress">\(sent)/\(total) sent</td><td class="failed">\(failed)</td>\
+            <td><a class="report" href="\(base)">report</a></td><td>\(buttons.joined(separator: " "))</td></tr>
+            """
+    }
+
+    /// The buttons of a campaign's row.
+    enum CampaignChange: String, CaseIterable, Sendable { case pause, resume, cancel }
+
+    /// `POST /admin/campaigns/{id}/pause|resume|cancel`.
+    func changeCampaign(_ request: Request, context: HeraldRequestContext, _ change: CampaignChange) async throws -> Response {
+        guard let id = context.parameters.get("id", as: Int64.self) else {
+            return failure(HeraldError(.notFound, "no such campaign"), "Campaigns", context: context)
+        }
+        let actions = actions
+        let done: String
+        do {
+            switch change {
+            case .pause:
+                try await offload { try actions.pauseCampaign(id: id) }
+                done = "paused"
+            case .resume:
+                try await offload { try actions.resumeCampaign(id: id) }
+                done = "resumed"
+            case .cancel:
+                _ = try await offload { try actions.cancelCampaign(id: id) }
+                done = "cancelled"
+            }
+        } catch {
+            return failure(error, "Campaign \(id)", context: context)
+        }
+        context.logger.info("console: campaign \(done)", metadata: ["campaign": "\(id)"])
+        return ConsolePage.redirect(to: "/admin/campaigns?done=\(done)&id=\(id)")
+    }
+}

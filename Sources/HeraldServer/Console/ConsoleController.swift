@@ -1,0 +1,176 @@
+import Foundation
+import HeraldActions
+import HeraldCore
+import Hummingbird
+import Logging
+
+/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit and
+/// templates are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
+/// change is a `POST` form with the session's CSRF token.
+struct ConsoleController: Sendable {
+    let actions: Actions
+    let sessions: ConsoleSessions
+
+    init(actions: Actions) {
+        self.actions = actions
+        sessions = ConsoleSessions(actions.configuration.server)
+    }
+
+    /// Routes under `/admin`.
+    var routes: RouteCollection<HeraldRequestContext> {
+        let routes = RouteCollection(context: HeraldRequestContext.self)
+        routes.get("sign-in", use: signInForm)
+        routes.post("sign-in", use: signIn)
+        let pages = routes.group().add(middleware: ConsoleAuthMiddleware(sessions: sessions))
+        pages.get(use: overview)
+        pages.post("sign-out", use: signOut)
+        pages.get("campaigns", use: campaigns)
+        for verb in CampaignChange.allCases {
+            pages.post("campaigns/:id/\(verb.rawValue)") { request, context in try await changeCampaign(request, context: context, verb) }
+        }
+        pages.get("messages", use: messages)
+        pages.get("messages/:id", use: message)
+        for verb in MessageChange.allCases {
+            pages.post("messages/:id/\(verb.rawValue)") { request, context in try await changeMessage(request, context: context, verb) }
+        }
+        pages.get("audit/search", use: auditSearch)
+        pages.get("templates", use: templates)
+        pages.get("templates/:action/:locale", use: template)
+        pages.get("templates/:action/:locale/html", use: templateHTML)
+        pages.post("templates/:action/:locale/test", use: sendTest)
+        return routes
+    }
+
+    // MARK: Signing in and out
+
+    struct SignInFields: Decodable {
+        var token: String?
+        var csrf: String?
+    }
+
+    @Sendable func signInForm(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        signInPage(error: nil, status: .ok)
+    }
+
+    /// The form, with a fresh CSRF value in its own cookie (double submit: only this site can read it back).
+    private func signInPage(error: String?, status: HTTPResponse.Status) -> Response {
+        guard sessions.isEnabled else {
+            return ConsolePage.message("Console disabled", "Set server.adminToken to use the console.", status: .notFound)
+        }
+        let value = ConsoleSessions.randomToken()
+        let token = sessions.signInToken(for: value) ?? ""
+        let body = """
+            \(ConsolePage.error(error))
+            <form id="sign-in" method="post" action="/admin/sign-in">
+            <input type="hidden" name="csrf" value="\(ConsolePage.escape(token))">
+            <label>Admin token <input id="token" name="token" type="password" autocomplete="current-password" required autofocus></label>
+            <p><button id="sign-in-button" type="submit">Sign in</button></p></form>
+            <p class="muted">The token is <code>server.adminToken</code> from Herald's configuration.</p>
+            """
+        let cookie = Self.cookie(ConsoleSessions.signInCookie, value, maxAge: 3600)
+        return ConsolePage.response(
+            ConsolePage.html("Sign in", body, session: nil), status: status, headers: [.setCookie: cookie.description])
+    }
+
+    @Sendable func signIn(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        var request = request
+        let form = try await ConsoleForm.read(&request, as: SignInFields.self)
+        guard sessions.isEnabled else { return signInPage(error: nil, status: .notFound) }
+        guard let value = request.cookies[ConsoleSessions.signInCookie]?.value, let expected = sessions.signInToken(for: value),
+            let presented = form?.csrf, Secret.equal(presented, expected)
+        else {
+            return ConsolePage.message(
+                "Refused", "The sign-in form expired or did not come from the console. Reload it and try again.", status: .forbidden)
+        }
+        do {
+            try actions.checkAdminToken(form?.token ?? "", clientIP: context.clientIP)
+        } catch let error as HeraldError where error.code == .tooManyAttempts {
+            context.logger.notice("console sign-in locked out", metadata: ["ip": "\(context.clientIP ?? "-")"])
+            return signInPage(error: "Too many wrong tokens from your network; try again later.", status: .tooManyRequests)
+        } catch {
+            context.logger.notice("console sign-in refused", metadata: ["ip": "\(context.clientIP ?? "-")"])
+            return signInPage(error: "That is not the admin token.", status: .unauthorized)
+        }
+        guard let session = sessions.issue() else { return signInPage(error: nil, status: .notFound) }
+        context.logger.info("console sign-in", metadata: ["ip": "\(context.clientIP ?? "-")"])
+        var headers = HTTPFields()
+        headers.append(
+            .init(name: .setCookie, value: Self.cookie(ConsoleSessions.cookie, session, maxAge: Int(ConsoleSessions.lifetime)).description))
+        headers.append(.init(name: .setCookie, value: Self.cookie(ConsoleSessions.signInCookie, "", maxAge: 0).description))
+        return ConsolePage.redirect(to: "/admin/", headers: headers)
+    }
+
+    @Sendable func signOut(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        ConsolePage.redirect(
+            to: "/admin/sign-in", headers: [.setCookie: Self.cookie(ConsoleSessions.cookie, "", maxAge: 0).description])
+    }
+
+    /// A console cookie: HttpOnly, Secure, SameSite=Strict, limited to `/admin`.
+    static func cookie(_ name: String, _ value: String, maxAge: Int) -> Cookie {
+        Cookie(name: name, value: value, maxAge: maxAge, path: ConsoleSessions.path, secure: true, httpOnly: true, sameSite: .strict)
+    }
+
+    // MARK: Overview
+
+    @Sendable func overview(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let actions = actions
+        let counts = try await actions.outboxCounts()
+        let activity = try await offload { try actions.sendActivity() }
+        var byState: [OutboxState: Int] = [:]
+        for count in counts { byState[count.state, default: 0] += count.count }
+        let queueRows = OutboxState.allCases.compactMap { state in
+            byState[state].map { #"<tr data-state="\#(state.rawValue)"><td>\#(state.rawValue)</td><td class="count">\#($0)</td></tr>"# }
+        }
+        let body = """
+            <h2>Queue</h2>\(ConsolePage.table(id: "queue", ["State", "Messages"], queueRows, empty: "The outbox is empty."))
+            <h2>Sends over the last hour</h2>\(Self.rateTable(activity))
+            <h2>Failures over the last hour, by reply class</h2>\(Self.failureTable(activity))
+            """
+        return ConsolePage.response(ConsolePage.html("Overview", body, session: context.consoleSession, current: "overview", refresh: 30))
+    }
+
+    /// One row per five-minute bucket of the last hour, oldest first.
+    static func rateTable(_ activity: [SendActivity]) -> String {
+        let now = Date()
+        let width = SendActivity.bucketSeconds
+        let last = (now.timeIntervalSince1970 / width).rounded(.down) * width
+        let rows = (0..<12).reversed().map { back -> String in
+            let start = Date(timeIntervalSince1970: last - Double(back) * width)
+            let bucket = activity.filter { $0.bucket == start }
+            func sum(_ outcomes: Set<String>) -> Int { bucket.filter { outcomes.contains($0.outcome) }.reduce(0) { $0 + $1.count } }
+            let time = start.formatted(Date.ISO8601FormatStyle().time(includingFractionalSeconds: false))
+            return "<tr><td class=\"time\">\(time)</td><td class=\"sent\">\(sum(["sent"]))</td>"
+                + "<td class=\"deferred\">\(sum(["deferred", "connection", "interrupted"]))</td>"
+                + "<td class=\"failed\">\(sum(["failed", "dead"]))</td></tr>"
+        }
+        return ConsolePage.table(id: "send-rate", ["From (UTC)", "Sent", "Deferred", "Failed"], rows)
+    }
+
+    /// Attempts that did not end in `sent`, by reply class.
+    static func failureTable(_ activity: [SendActivity]) -> String {
+        var byClass: [String: Int] = [:]
+        for entry in activity where entry.outcome != "sent" { byClass[entry.replyClass, default: 0] += entry.count }
+        let rows = byClass.sorted { $0.key < $1.key }.map { replyClass, count in
+            #"<tr data-class="\#(ConsolePage.escape(replyClass))"><td>\#(ConsolePage.escape(replyClass))</td><td class="count">\#(count)</td></tr>"#
+        }
+        let none = #"<tr><td colspan="2" class="muted">No failures in the last hour.</td></tr>"#
+        return ConsolePage.table(id: "failures", ["Reply class", "Attempts"], rows.isEmpty ? [none] : rows)
+    }
+
+    // MARK: Shared
+
+    /// An error page for a failed console action: the message of a `HeraldError` the operator can act on.
+    func failure(_ error: any Error, _ title: String, context: HeraldRequestContext) -> Response {
+        let (status, text): (HTTPResponse.Status, String)
+        switch error {
+        case let error as HeraldError where error.code == .notFound: (status, text) = (.notFound, error.detail)
+        case let error as HeraldError where error.code == .unavailable:
+            (status, text) = (.serviceUnavailable, "The ledger is busy; try again shortly. (\(error.detail))")
+        case let error as HeraldError: (status, text) = (.badRequest, error.description)
+        default:
+            context.logger.error("console: \(title) failed", metadata: ["error": "\(error)"])
+            (status, text) = (.internalServerError, "Something went wrong; the log has the details.")
+        }
+        return ConsolePage.response(ConsolePage.html(title, ConsolePage.error(text), session: context.consoleSession), status: status)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import HeraldMail
+import Hummingbird
+
+/// The console's HTML: one layout (navigation, sign-out, styles), small builders for tables and forms, and
+/// responses with the console's headers. Every value is escaped where it enters the page.
+enum ConsolePage {
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
+
+    /// A whole page: `body` inside the layout, with the navigation when signed in.
+    static func html(
+        _ title: String, _ body: String, session: ConsoleSessions.Session?, current: String = "", refresh: Int? = nil
+    ) -> String {
+        let links = [
+            ("overview", "/admin/", "Overview"), ("campaigns", "/admin/campaigns", "Campaigns"),
+            ("messages", "/admin/messages", "Messages"), ("audit", "/admin/audit/search", "Audit"),
+            ("templates", "/admin/templates", "Templates"),
+        ]
+        let nav =
+            session.map { session in
+                let items = links.map { id, href, label in
+                    #"<a id="nav-\#(id)" href="\#(href)"\#(id == current ? #" aria-current="page""# : "")>\#(label)</a>"#
+                }.joined()
+                return #"<nav id="nav"><strong>Herald</strong>\#(items)"#
+                    + form(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
+            } ?? #"<nav id="nav"><strong>Herald</strong></nav>"#
+        let meta = refresh.map { #"<meta http-equiv="refresh" content="\#($0)">"# } ?? ""
+        return """
+            <!DOCTYPE html>
+            <html lang="en" dir="ltr"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            \(meta)<title>\(escape(title)) · Herald</title><style>\(style)</style></head>
+            <body>\(nav)<main><h1>\(escape(title))</h1>
+            \(body)
+            </main></body></html>
+            """
+    }
+
+    static let style = """
+        body{font-family:-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif;margin:0;color:#1f2937;background:#f3f4f6}
+        nav{display:flex;gap:18px;align-items:center;background:#111827;color:#f9fafb;padding:10px 24px}
+        nav a{color:#d1d5db;text-decoration:none} nav a[aria-current]{color:#fff;font-weight:600}
+        nav form{margin-inline-start:auto} main{padding:20px 24px;max-width:1200px}
+        h1{font-size:22px;margin:0 0 16px} h2{font-size:17px;margin:22px 0 8px}
+        table{border-collapse:collapse;background:#fff;margin:0 0 16px;font-size:14px}
+        td,th{border:1px solid #e5e7eb;padding:5px 10px;text-align:start;vertical-align:top} th{background:#f9fafb}
+        form.inline{display:inline} form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-bottom:16px}
+        label{display:flex;flex-direction:column;font-size:13px;gap:3px}
+        input,select,button{font:inherit;padding:5px 8px;border:1px solid #d1d5db;border-radius:6px}
+        button{background:#2563eb;color:#fff;border-color:#2563eb;cursor:pointer} button.cancel{background:#b91c1c;border-color:#b91c1c}
+        nav button{background:transparent;border-color:#4b5563}
+        .notice{background:#ecfdf5;border:1px solid #10b981;padding:8px 12px;border-radius:6px}
+        .error{background:#fef2f2;border:1px solid #ef4444;padding:8px 12px;border-radius:6px}
+        .cards{display:flex;gap:12px;flex-wrap:wrap} .card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:10px 16px}
+        .muted{color:#6b7280} dl{display:grid;grid-template-columns:max-content auto;gap:4px 16px;background:#fff;padding:12px 16px}
+        dt{color:#6b7280} dd{margin:0} iframe{width:100%;height:520px;border:1px solid #e5e7eb;background:#fff}
+        pre{background:#fff;border:1px solid #e5e7eb;padding:12px;white-space:pre-wrap}
+        """
+
+    /// A `POST` form of hidden fields and one button, carrying the CSRF token.
+    static func form(
+        id: String? = nil, action: String, csrf: String, fields: [String: String] = [:], button: String, buttonClass: String? = nil
+    ) -> String {
+        let hidden = ([("csrf", csrf)] + fields.sorted { $0.key < $1.key }).map { name, value in
+            #"<input type="hidden" name="\#(escape(name))" value="\#(escape(value))">"#
+        }.joined()
+        let idAttribute = id.map { #" id="\#($0)""# } ?? ""
+        let classAttribute = buttonClass.map { #" class="\#($0)""# } ?? ""
+        return #"<form class="inline"\#(idAttribute) method="post" action="\#(escape(action))">\#(hidden)"#
+            + #"<button type="submit"\#(classAttribute)>\#(escape(button))</button></form>"#
+    }
+
+    /// A table with a header row; `rows` are already-built `<tr>` elements.
+    static func table(id: String, _ headers: [String], _ rows: [String], empty: String = "Nothing yet.") -> String {
+        guard !rows.isEmpty else { return #"<p class="muted" id="\#(id)-empty">\#(escape(empty))</p>"# }
+        let head = headers.map { "<th>\(escape($0))</th>" }.joined()
+        return #"<table id="\#(id)"><tr>\#(head)</tr>\#(rows.joined())</table>"#
+    }
+
+    /// `<option>`s of a select, with `selected` marked; the first is "any".
+    static func options(_ values: [String], selected: String?) -> String {
+        (["<option value=\"\">any</option>"]
+            + values.map { value in
+                #"<option value="\#(escape(value))"\#(value == selected ? " selected" : "")>\#(escape(value))</option>"#
+            }).joined()
+    }
+
+    /// A notice (`p#notice`) or an error (`p#error`) line.
+    static func notice(_ text: String?) -> String { text.map { #"<p class="notice" id="notice">\#(escape($0))</p>"# } ?? "" }
+    static func error(_ text: String?) -> String { text.map { #"<p class="error" id="error">\#(escape($0))</p>"# } ?? "" }
+
+    /// A page response with the console's headers.
+    static func response(_ html: String, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
+        var headers = Self.headers
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// A page saying one thing, without the navigation (for refusals before a session is known).
+    static func message(_ title: String, _ text: String, status: HTTPResponse.Status) -> Response {
+        response(html(title, error(text) + #"<p><a href="/admin/">Back to the console</a></p>"#, session: nil), status: status)
+    }
+
+    /// `303 See Other` to `location` (after a form, or to the sign-in form).
+    static func redirect(to location: String, headers extra: HTTPFields = [:]) -> Response {
+        var headers: HTTPFields = [.location: location, .cacheControl: "no-store"]
+        headers.append(contentsOf: extra)
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    /// No caching, no framing, no scripts: only the page's own styles, forms and (templates) preview frames.
+    static let headers: HTTPFields = [
+        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+        .contentSecurityPolicy:
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; form-action 'self'; "
+            + "base-uri 'none'; frame-ancestors 'none'",
+        .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY", .init("X-Content-Type-Options")!: "nosniff",
+    ]
+}

@@ -1,0 +1,79 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+/// What the `/admin` console reads: message search, one message's history, and recent sends.
+@Suite struct ConsoleQueriesTests {
+    let scratch = ScratchDirectory()
+    let now = Date(milliseconds: Date().milliseconds)
+
+    @Test(arguments: StoreKind.allCases)
+    func searchFiltersByStateActionAddressAndCampaignNewestFirst(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let first = try store.enqueue(Fixture.request(.resetPassword, "a@example.com"), messageDomain: Fixture.messageDomain)
+        let second = try store.enqueue(Fixture.request(.verifyEmail, "a@example.com"), messageDomain: Fixture.messageDomain)
+        let other = try store.enqueue(Fixture.request(.resetPassword, "b@example.com"), messageDomain: Fixture.messageDomain)
+        let campaign = try Fixture.campaign("news", now: now, in: store)
+        _ = try Fixture.add(["c@example.com"], to: campaign, now: now, in: store)
+
+        let address = try EmailAddress("a@example.com")
+        #expect(try store.searchMessages(MessageSearch(email: address), limit: 10).map(\.id) == [second, first])
+        #expect(try store.searchMessages(MessageSearch(kind: .resetPassword), limit: 10).map(\.id) == [other, first])
+        #expect(try store.searchMessages(MessageSearch(kind: .resetPassword, email: address), limit: 10).map(\.id) == [first])
+        #expect(try store.searchMessages(MessageSearch(campaign: campaign.id), limit: 10).map(\.recipient.value) == ["c@example.com"])
+        #expect(try store.searchMessages(MessageSearch(state: .sent), limit: 10).isEmpty)
+        #expect(try store.searchMessages(MessageSearch(), limit: 2).count == 2, "the limit holds")
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func historyListsAttemptsOperatorEventsLinkEventsAndFeedbackInTimeOrder(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy()
+        let id = try store.enqueue(Fixture.request(.resetPassword, "a@example.com"), messageDomain: Fixture.messageDomain, throttle: nil, now: now)
+        let claimed = try #require(try store.claim(policy, now: now.addingTimeInterval(1)).first)
+        try store.record(claimed, Fixture.failed(at: now.addingTimeInterval(2)), policy: policy)
+        _ = try store.retry(RequeueFilter(states: [.failed], ids: [id]), actor: "console", dryRun: false, now: now.addingTimeInterval(3))
+        let again = try #require(try store.claim(policy, now: now.addingTimeInterval(4)).first)
+        try store.record(again, Fixture.sent(at: now.addingTimeInterval(5)), policy: policy)
+        let code = try #require(try store.code(again.code.plaintext))
+        try store.recordLinkEvent(codeID: code.id, kind: .click, visitor: Fixture.visitor, detail: nil, now: now.addingTimeInterval(6))
+        _ = try store.recordFeedback(
+            MailFeedback(outboxID: id, kind: .hard, status: "5.1.1", diagnostic: "550 5.1.1 gone"), softLimit: 3, softWindow: 86400,
+            now: now.addingTimeInterval(7))
+
+        let history = try #require(try store.history(outboxID: id))
+        #expect(history.message.id == id)
+        #expect(history.events.map(\.kind) == ["queued", "attempt", "retried", "attempt", "click", "hard"])
+        #expect(history.events[0].at == now, "a retried row keeps its first queue time")
+        #expect(history.events[1].replyCode == 550 && history.events[1].outcome == "failed")
+        #expect(history.events[2].outcome == "console")
+        #expect(history.events[3].detail == "250 2.0.0 Ok: queued")
+        #expect(history.events[5].outcome == "5.1.1" && history.events[5].detail == "550 5.1.1 gone")
+        #expect(try store.history(outboxID: id + 100) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func sendActivityCountsRecentAttemptsPerBucketOutcomeAndReplyClass(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy()
+        let old = now.addingTimeInterval(-7200)
+        for index in 0..<5 {
+            _ = try store.enqueue(
+                Fixture.request(.resetPassword, "r\(index)@example.com"), messageDomain: Fixture.messageDomain, throttle: nil, now: old)
+        }
+        let claimed = try store.claim(policy, now: old)
+        try store.record(claimed[0], Fixture.sent(at: old), policy: policy)  // two hours ago: outside the window
+        try store.record(claimed[1], Fixture.sent(at: now), policy: policy)
+        try store.record(claimed[2], Fixture.sent(at: now), policy: policy)
+        try store.record(claimed[3], Fixture.failed(at: now), policy: policy)
+        try store.record(claimed[4], Fixture.deferred(until: now.addingTimeInterval(60), at: now), policy: policy)
+
+        let activity = try store.sendActivity(since: now.addingTimeInterval(-3600))
+        let counts = Dictionary(activity.map { ("\($0.outcome)/\($0.replyClass)", $0.count) }, uniquingKeysWith: +)
+        #expect(counts == ["sent/2xx": 2, "failed/5xx": 1, "deferred/4xx": 1])
+        let bucket = Date(milliseconds: now.milliseconds / 300_000 * 300_000)
+        #expect(Set(activity.map(\.bucket)) == [bucket])
+    }
+}

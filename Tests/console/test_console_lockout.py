@@ -1,0 +1,43 @@
+"""Guessing the admin token through the console's sign-in form: wrong tokens count against the client's network
+like failed password sign-ins (`limits.ipSignInFailuresPerHour`), and once the network is locked out even the
+right token is refused with 429 until the hour refills."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import CaptureServer, deep_merge
+from http_support import ADMIN_TOKEN, BASE_OVERRIDES, HeraldServer, write_serve_config
+from console_support import CSRF_COOKIE, SESSION_COOKIE, ConsoleClient, set_cookies, show
+
+FAILURES_ALLOWED = 3
+
+
+@pytest.fixture
+def strict_server(herald_bin, tmp_path):
+    capture = CaptureServer()
+    capture.start()
+    settings = deep_merge(BASE_OVERRIDES, {"limits": {"ipSignInFailuresPerHour": FAILURES_ALLOWED}})
+    srv = HeraldServer(herald_bin, write_serve_config(tmp_path, capture, settings), tmp_path, capture, (), settings)
+    try:
+        yield srv.wait_ready()
+    finally:
+        srv.stop()
+        capture.stop()
+
+
+def test_wrong_tokens_lock_the_network_out_of_the_sign_in_form(strict_server):
+    client = ConsoleClient(strict_server)
+
+    def attempt(token: str):
+        form = client.sign_in_form()
+        return client.post("/admin/sign-in", {"token": token, "csrf": form.field},
+                           cookies={CSRF_COOKIE: form.cookie.value})
+
+    for _ in range(FAILURES_ALLOWED):
+        resp = attempt("not-the-token")
+        assert resp.status_code == 401, show(resp)
+    locked = attempt(ADMIN_TOKEN)
+    assert locked.status_code == 429, show(locked)
+    assert SESSION_COOKIE not in set_cookies(locked), "a locked-out network must not get a session"
+    assert 'id="error"' in locked.text
