@@ -326,6 +326,12 @@ def test_overview_counts_match_the_ledger(client, session, ledger):
     assert fives >= 1 and failures.get("5xx") == fives, f"failures {failures}, ledger has {fives} 5xx replies"
     assert "4xx" not in failures or failures["4xx"] == 0, failures
 
+    # The embedded worker beats: it is listed alive, with this server's pid.
+    workers = doc.select("table#workers tr[data-worker]")
+    assert [tr.get("data-worker") for tr in workers] == ["alive"], workers
+    assert workers[0].select("td")[1].text == str(ledger.srv.proc.pid)
+    assert doc.select_one("p#error") is None, "no warning while a worker is alive"
+
 
 # =========================================================================== admin API side by side
 def test_the_session_cookie_cannot_call_the_json_post_apis(client, session, ledger):

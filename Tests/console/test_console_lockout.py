@@ -1,4 +1,6 @@
-"""Guessing the admin token through the console's sign-in form: wrong tokens count against the client's network
+"""The sign-in form and the overview's worker check, each against a server of its own.
+
+Guessing the admin token through the console's sign-in form: wrong tokens count against the client's network
 like failed password sign-ins (`limits.ipSignInFailuresPerHour`), and once the network is locked out even the
 right token is refused with 429 until the hour refills."""
 
@@ -41,3 +43,29 @@ def test_wrong_tokens_lock_the_network_out_of_the_sign_in_form(strict_server):
     assert locked.status_code == 429, show(locked)
     assert SESSION_COOKIE not in set_cookies(locked), "a locked-out network must not get a session"
     assert 'id="error"' in locked.text
+
+
+@pytest.fixture
+def workerless_server(herald_bin, tmp_path):
+    capture = CaptureServer()
+    capture.start()
+    srv = HeraldServer(herald_bin, write_serve_config(tmp_path, capture, BASE_OVERRIDES), tmp_path, capture, ("--no-worker",),
+                       BASE_OVERRIDES)
+    try:
+        yield srv.wait_ready()
+    finally:
+        srv.stop()
+        capture.stop()
+
+
+def test_the_overview_warns_when_mail_waits_and_no_worker_is_alive(workerless_server):
+    """The on-call engineer's first question: is anything sending? `herald serve --no-worker` and a queued reset."""
+    workerless_server.sign_up("nobody-sends@example.com", "correct-horse-battery")
+    resp = workerless_server.send_oob("PASSWORD_RESET", "nobody-sends@example.com")
+    assert resp.status_code == 200, show(resp)
+    client = ConsoleClient(workerless_server)
+    doc = client.page("/admin/", client.sign_in())
+    assert doc.select("table#workers tr[data-worker]") == [], "no worker registered"
+    warning = doc.select_one("p#error")
+    assert warning is not None and "no worker is alive" in warning.text, doc
+    assert doc.select_one("p#pending").text.startswith("1 waiting"), doc.select_one("p#pending")

@@ -39,6 +39,18 @@ extension Actions {
         try store.sendActivity(since: now.addingTimeInterval(-window))
     }
 
+    /// The workers that have not stopped, each with whether it beat within `worker.heartbeatTimeout`, and the
+    /// queue's pending count and next due time: whether anything is sending what waits.
+    public func workerStatus(now: Date = Date()) throws -> (workers: [LiveWorker], queue: QueueStatus) {
+        let timeout = configuration.worker.heartbeatTimeout
+        let workers = try store.liveWorkers().map { worker in
+            LiveWorker(
+                host: worker.host, pid: worker.pid, startedAt: worker.startedAt, heartbeatAt: worker.heartbeatAt,
+                alive: now.timeIntervalSince(worker.heartbeatAt) <= timeout)
+        }
+        return (workers, try store.queueStatus())
+    }
+
     /// Every action with the locales it has templates for.
     public var templateLocales: [(kind: ActionKind, locales: [LocaleTag])] {
         ActionKind.allCases.map { kind in (kind, composer.templates.locales(of: kind)) }
@@ -72,4 +84,14 @@ extension Actions {
         }
         return DeliveryResult(outcome: .connection, replyCode: nil, replyText: "no answer from the relay in time")
     }
+}
+
+/// A worker that has not stopped, as the console shows it.
+public struct LiveWorker: Sendable, Hashable {
+    public let host: String
+    public let pid: Int32
+    public let startedAt: Date
+    public let heartbeatAt: Date
+    /// Whether it beat within `worker.heartbeatTimeout`.
+    public let alive: Bool
 }

@@ -116,17 +116,45 @@ struct ConsoleController: Sendable {
         let actions = actions
         let counts = try await actions.outboxCounts()
         let activity = try await offload { try actions.sendActivity() }
+        let status = try await offload { try actions.workerStatus() }
         var byState: [OutboxState: Int] = [:]
         for count in counts { byState[count.state, default: 0] += count.count }
         let queueRows = OutboxState.allCases.compactMap { state in
             byState[state].map { #"<tr data-state="\#(state.rawValue)"><td>\#(state.rawValue)</td><td class="count">\#($0)</td></tr>"# }
         }
         let body = """
+            \(Self.workerSection(status.workers, status.queue))
             <h2>Queue</h2>\(ConsolePage.table(id: "queue", ["State", "Messages"], queueRows, empty: "The outbox is empty."))
             <h2>Sends over the last hour</h2>\(Self.rateTable(activity))
             <h2>Failures over the last hour, by reply class</h2>\(Self.failureTable(activity))
             """
         return ConsolePage.response(ConsolePage.html("Overview", body, session: context.consoleSession, current: "overview", refresh: 30))
+    }
+
+    /// Whether anything sends what waits: the workers by heartbeat, and how late the next due message is.
+    static func workerSection(_ workers: [LiveWorker], _ queue: QueueStatus) -> String {
+        let now = Date()
+        let rows = workers.map { worker in
+            let state = worker.alive ? "alive" : "silent"
+            return """
+                <tr data-worker="\(state)"><td>\(ConsolePage.escape(worker.host))</td><td>\(worker.pid)</td>\
+                <td>\(worker.startedAt.iso8601)</td><td>\(Int(now.timeIntervalSince(worker.heartbeatAt)))s ago</td>\
+                <td class="state">\(state)</td></tr>
+                """
+        }
+        let late =
+            queue.nextDue.map { due -> String in
+                let lateness = Int(now.timeIntervalSince(due))
+                return lateness > 60 ? " The next due message has waited \(lateness)s." : ""
+            } ?? ""
+        let warning =
+            queue.pending > 0 && !workers.contains(where: \.alive)
+            ? ConsolePage.error("\(queue.pending) message(s) wait and no worker is alive: start herald worker (or herald serve).")
+            : ""
+        return """
+            <h2>Workers</h2>\(warning)\(ConsolePage.table(id: "workers", ["Host", "PID", "Started (UTC)", "Heartbeat", "State"], rows, empty: "No worker is registered."))
+            <p class="muted" id="pending">\(queue.pending) waiting or being sent.\(late)</p>
+            """
     }
 
     /// One row per five-minute bucket of the last hour, oldest first.
