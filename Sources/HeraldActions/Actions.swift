@@ -49,6 +49,9 @@ public final class Actions: Sendable {
     /// (`limits.ipSignInFailuresPerHour`): password guessing.
     let accountFailures: ClientLimiter
     let clientFailures: ClientLimiter
+    /// Wrong admin tokens at the console's sign-in form per client network (`limits.ipSignInFailuresPerHour`),
+    /// apart from the users' sign-ins so neither locks the other out.
+    let consoleFailures: ClientLimiter
     /// Recent latencies of real app sends, which silent answers match.
     let latencies = LatencyMatcher()
     /// The OIDC providers' signing keys.
@@ -80,6 +83,8 @@ public final class Actions: Sendable {
         accountFailures = ClientLimiter(
             rules: [.init(capacity: limits.signInFailuresPerAccount, perHour: 4)], keyed: .verbatim)
         clientFailures = ClientLimiter(rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)])
+        consoleFailures = ClientLimiter(
+            rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)], keyed: .verbatim)
     }
 
     /// The keys that sign and verify ID tokens, from `tokens.keyFile` (created with a fresh key when absent).

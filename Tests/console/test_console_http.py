@@ -195,14 +195,23 @@ def test_campaign_actions_need_the_sessions_csrf_and_change_nothing_without_it(c
     assert re.fullmatch(r"0/2 sent", doc.one(f"{row} td.progress").text), doc.one(f"{row} td.progress").text
     assert doc.one(f"{row} a.report").get("href") == f"/admin/campaigns/{campaign.id}"
     refresh = [m for m in doc.select("meta") if m.get("http-equiv", "").lower() == "refresh"]
-    assert len(refresh) == 1 and re.match(r"\s*10\s*(;|$)", refresh[0].get("content", "")), refresh
+    assert len(refresh) == 1 and re.fullmatch(r"10; url=/admin/campaigns", refresh[0].get("content", "")), refresh
     for verb, state in (("pause", "paused"), ("resume", "active"), ("cancel", "cancelled")):
         tr = doc.one(row)
         shown = {b for b in ("pause", "resume", "cancel") if tr.select(f"button.{b}")}
         assert shown == buttons[ledger.campaign_state(campaign.id)], f"buttons {shown} for {tr}"
         form = next(f for f in tr.select("form") if f.select(f"button.{verb}"))
         assert form.get("action") == f"/admin/campaigns/{campaign.id}/{verb}" and form.get("method", "").lower() == "post"
-        resp = client.post(form.get("action"), {"csrf": hidden_value(form, "csrf")}, session)
+        fields = {"csrf": hidden_value(form, "csrf")}
+        if verb == "cancel":
+            # A cancel cannot be undone: the row's button asks first, and changes nothing until confirmed.
+            ask = client.post(form.get("action"), fields, session)
+            assert ask.status_code == 200, show(ask)
+            assert ledger.campaign_state(campaign.id) == "active", "asking changed the campaign"
+            confirm = parse_html(ask.text).one("form#confirm-cancel")
+            assert confirm.get("action") == form.get("action") and hidden_value(confirm, "confirm") == "yes"
+            fields = {"csrf": hidden_value(confirm, "csrf"), "confirm": "yes"}
+        resp = client.post(form.get("action"), fields, session)
         assert urlsplit(client.location(resp)).path == "/admin/campaigns", show(resp)
         assert ledger.campaign_state(campaign.id) == state, f"after {verb}"
         after = client.follow(resp, session)
@@ -345,6 +354,24 @@ def test_the_session_cookie_cannot_call_the_json_post_apis(client, session, ledg
     assert ledger.state(refused.id) == "failed", "a cookie-only retry requeued the row"
     resp = client.post("/admin/suppressions", session=session, json={"emails": [unique_email("cookiesupp")]})
     assert resp.status_code == 401, show(resp)
+    # Reads too are limited to what the console links to (the report and the audit exports).
+    for path in ("/admin/suppressions", f"/admin/suppressions/{unique_email('cookiesupp')}"):
+        assert client.get(path, session).status_code == 401, f"{path} read with only a cookie"
+
+
+def test_a_search_that_cannot_be_read_is_a_400_page_not_every_row(client, session, ledger):
+    """`?email=a&email=b` does not decode: the page says so instead of listing the whole ledger."""
+    for path in ("/admin/messages?email=a@example.com&email=b@example.com",
+                 "/admin/audit/search?email=a@example.com&email=b@example.com"):
+        resp = client.get(path, session)
+        assert_error_page(resp, 400)
+        doc = parse_html(resp.text)
+        assert not doc.select("table#messages tr") and not doc.select("table#audit-rows tr"), path
+
+
+def test_retrying_or_cancelling_a_message_that_does_not_exist_is_a_404_page(client, session):
+    for verb in ("retry", "cancel"):
+        assert_error_page(client.post(f"/admin/messages/987654321/{verb}", {"csrf": session.csrf}, session), 404)
 
 
 def test_bearer_token_admin_api_keeps_working(console_server, ledger):

@@ -7,17 +7,19 @@ import HeraldStore
 /// template previews and test messages.
 extension Actions {
     /// Checks a console sign-in's admin token, counting failures per client network as password sign-ins do
-    /// (`limits.ipSignInFailuresPerHour`), so the form cannot be used to guess the token.
+    /// (`limits.ipSignInFailuresPerHour`, in a count of its own), so the form cannot be used to guess the token.
+    /// A request without a client address counts in one shared bucket.
     ///
     /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` while the client's network is locked out; `INVALID_LOGIN_CREDENTIALS`
     ///   for a wrong token (or none configured).
     public func checkAdminToken(_ presented: String, clientIP: String?, now: Date = Date()) throws {
-        if let ip = clientIP, !clientFailures.allows(ip, now: now) {
-            throw refused(LimitRefusal(counter: "console-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)
+        let client = clientIP.flatMap { IPNetwork.client($0)?.description } ?? "unknown"
+        if !consoleFailures.allows(client, now: now) {
+            throw refused(LimitRefusal(counter: "console-ip", key: client, error: Self.lockedOut), now: now)
         }
         let token = configuration.server.adminToken
         guard !token.isEmpty, Secret.equal(presented, token) else {
-            if let ip = clientIP { _ = clientFailures.take(ip, now: now) }
+            _ = consoleFailures.take(client, now: now)
             throw HeraldError(.invalidLoginCredentials, "not the admin token")
         }
     }
@@ -34,9 +36,9 @@ extension Actions {
         return history
     }
 
-    /// Delivery attempts of the last `window`, per five-minute bucket, outcome and reply class.
-    public func sendActivity(window: TimeInterval = 3600, now: Date = Date()) throws -> [SendActivity] {
-        try store.sendActivity(since: now.addingTimeInterval(-window))
+    /// Delivery attempts finished since `since`, per five-minute bucket, outcome and reply class.
+    public func sendActivity(since: Date) throws -> [SendActivity] {
+        try store.sendActivity(since: since)
     }
 
     /// The workers that have not stopped, each with whether it beat within `worker.heartbeatTimeout`, and the

@@ -15,6 +15,13 @@ public enum AuditFormatter {
         return encoder
     }()
 
+    /// A cell a spreadsheet will not run: text starting with `=`, `+`, `-`, `@`, a tab or a CR (a formula to
+    /// Excel and Sheets) gets a leading `'`. User agents, SMTP replies and bounce diagnostics come from outsiders.
+    static func inert(_ text: String) -> String {
+        guard let first = text.utf8.first, [61, 43, 45, 64, 9, 13].contains(first) else { return text }
+        return "'" + text
+    }
+
     /// The header line, if the format has one.
     public static func header(_ format: Format) -> String? {
         switch format {
@@ -30,11 +37,7 @@ public enum AuditFormatter {
             let data = (try? encoder.encode(JSONLine(row: row))) ?? Data()
             return String(decoding: data, as: UTF8.self)
         case .csv:
-            return fields(row).map { value in
-                let text = value ?? ""
-                return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
-                    ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
-            }.joined(separator: ",")
+            return fields(row).map { CSVLine.quote(inert($0 ?? "")) }.joined(separator: ",")
         case .table:
             let reply = String((row.smtpReply ?? "-").prefix(24))
             let feedback = String((row.feedback ?? "-").prefix(40))
@@ -109,11 +112,7 @@ extension AuditFormatter {
             let data = (try? encoder.encode(object)) ?? Data()
             return String(decoding: data, as: UTF8.self)
         case .csv:
-            return values.map { value in
-                let text = value ?? ""
-                return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
-                    ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
-            }.joined(separator: ",")
+            return values.map { CSVLine.quote(inert($0 ?? "")) }.joined(separator: ",")
         case .table:
             return values.prefix(8).map { $0 ?? "-" }.joined(separator: "  ")
         }

@@ -4,18 +4,16 @@ import HeraldMail
 import HeraldStore
 
 /// One configured endpoint beside what the ledger holds for it.
+@dynamicMemberLookup
 public struct WebhookEndpointReport: Sendable, Hashable {
     public let endpoint: String
     /// Nil for an endpoint that has deliveries but is no longer configured (nothing posts them).
     public let url: String?
     public let events: [String]
-    public let queued: Int
-    public let delivered: Int
-    public let dead: Int
-    public let oldestQueuedAt: Date?
-    public let lastDeliveredAt: Date?
-    public let lastError: String?
-    public let lastErrorAt: Date?
+    /// Its deliveries' counts, oldest queued and last error (`report.queued`, `report.lastError`, …).
+    public let deliveries: WebhookEndpointSummary
+
+    public subscript<Value>(dynamicMember keyPath: KeyPath<WebhookEndpointSummary, Value>) -> Value { deliveries[keyPath: keyPath] }
 }
 
 /// Webhooks from an operator's side: what each endpoint has been told, a test POST, and replays.
@@ -26,12 +24,11 @@ extension Actions {
         let names = Set(configuration.webhooks.endpoints.map(\.name)).union(summaries.keys).sorted()
         return names.map { name in
             let endpoint = configuration.webhooks.endpoint(named: name)
-            let summary = summaries[name]
+            let none = WebhookEndpointSummary(
+                endpoint: name, queued: 0, delivered: 0, dead: 0, oldestQueuedAt: nil, lastDeliveredAt: nil, lastError: nil, lastErrorAt: nil)
             return WebhookEndpointReport(
                 endpoint: name, url: endpoint?.url, events: endpoint.map { $0.events.map(\.rawValue).sorted() } ?? [],
-                queued: summary?.queued ?? 0, delivered: summary?.delivered ?? 0, dead: summary?.dead ?? 0,
-                oldestQueuedAt: summary?.oldestQueuedAt, lastDeliveredAt: summary?.lastDeliveredAt, lastError: summary?.lastError,
-                lastErrorAt: summary?.lastErrorAt)
+                deliveries: summaries[name] ?? none)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 import Synchronization
 
@@ -76,23 +77,7 @@ struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped, everything else as it is (UTF-8).
-    private static func appendString(_ text: String, to line: inout String) {
-        line += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": line += "\\\""
-            case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
-                line += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
-            default: line.unicodeScalars.append(scalar)
-            }
-        }
-        line += "\""
-    }
+    private static func appendString(_ text: String, to line: inout String) { JSONText.append(text, to: &line) }
 
     /// Lines from every thread, whole: one write each, under one lock.
     private static let output = Mutex(())

@@ -10,6 +10,8 @@ public struct AuditFilter: Sendable {
     public var since: Date?
     public var until: Date?
     public var status: Status?
+    /// Newest first (the console's page) instead of oldest first (exports and `herald audit`).
+    public var newestFirst = false
 
     public init() {}
 }

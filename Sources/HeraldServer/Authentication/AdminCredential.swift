@@ -10,18 +10,21 @@ struct AdminCredential: Sendable {
     /// Empty disables admin calls (an empty bearer token never matches).
     let token: String
     let allowsEmulatorOwner: Bool
-    /// The console's sessions, which may read (`GET`) the admin pages and exports but not call the JSON APIs.
-    let sessions: ConsoleSessions
+    /// The console's sessions, when they may read (`GET`) these routes (the campaign report and the audit
+    /// exports); nil elsewhere, and never for a change.
+    let sessions: ConsoleSessions?
 
-    init(_ server: HeraldConfiguration.Server) {
+    init(_ server: HeraldConfiguration.Server, consoleReads: Bool = false) {
         token = server.adminToken
         allowsEmulatorOwner = server.allowEmulatorOwner
-        sessions = ConsoleSessions(server)
+        sessions = consoleReads ? ConsoleSessions(server) : nil
     }
 
     /// Whether the request carries the credential.
     func isPresented(by request: Request, context: HeraldRequestContext) -> Bool {
-        if request.method == .get || request.method == .head, sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) != nil {
+        if let sessions, request.method == .get || request.method == .head,
+            sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) != nil
+        {
             return true
         }
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {

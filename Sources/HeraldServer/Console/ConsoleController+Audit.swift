@@ -11,7 +11,8 @@ extension ConsoleController {
     private struct Enough: Error {}
 
     @Sendable func auditSearch(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let query = (try? request.uri.decodeQuery(as: AuditQuery.self, context: context)) ?? AuditQuery()
+        let decoded = try? request.uri.decodeQuery(as: AuditQuery.self, context: context)
+        let query = decoded ?? AuditQuery()
         func field(_ name: String, _ label: String, _ value: String?, _ placeholder: String = "") -> String {
             #"<label>\#(label) <input name="\#(name)" value="\#(ConsolePage.escape(value ?? ""))" placeholder="\#(placeholder)"></label>"#
         }
@@ -24,22 +25,25 @@ extension ConsoleController {
             <label>Status <select name="status">\(ConsolePage.options(statuses, selected: query.status))</select></label>
             <button id="audit-search" type="submit">Search</button></form>
             """
-        let filter: AuditFilter
+        var filter: AuditFilter
         do {
+            guard decoded != nil else { throw HeraldError(.argumentError, "the search could not be read: give each field once") }
             filter = try query.filter()
+            filter.newestFirst = true
         } catch let error as HeraldError {
             let page = ConsolePage.html("Audit", form + ConsolePage.error(error.description), session: context.consoleSession, current: "audit")
             return ConsolePage.response(page, status: .badRequest)
         }
         let actions = actions
+        let newestFirst = filter
         let rows: [AuditRow]
         do {
             rows = try await offload {
                 var rows: [AuditRow] = []
                 do {
-                    try actions.audit(filter) { row in
+                    try actions.audit(newestFirst) { row in
                         rows.append(row)
-                        if rows.count >= Self.auditLimit { throw Enough() }
+                        if rows.count > Self.auditLimit { throw Enough() }
                     }
                 } catch is Enough {}
                 return rows
@@ -52,7 +56,7 @@ extension ConsoleController {
             <p>Export every matching link: <a id="export-csv" href="/admin/audit?\(ConsolePage.escape(filters.isEmpty ? "format=csv" : filters + "&format=csv"))">CSV</a> · \
             <a id="export-jsonl" href="/admin/audit\(ConsolePage.escape(filters.isEmpty ? "" : "?" + filters))">JSON lines</a></p>
             """
-        let tableRows = rows.map { row in
+        let tableRows = rows.prefix(Self.auditLimit).map { row in
             let status = row.redeemedAt != nil ? "redeemed" : row.expired ? "expired" : row.superseded ? "superseded" : "-"
             return """
                 <tr><td><a href="/admin/messages/\(row.id)">\(row.id)</a></td><td>\(ConsolePage.escape(row.recipient))</td>\
@@ -62,7 +66,7 @@ extension ConsoleController {
                 <td>\(ConsolePage.escape(row.feedback ?? ""))</td></tr>
                 """
         }
-        let more = rows.count >= Self.auditLimit ? #"<p class="muted">The first \#(Self.auditLimit) shown; the exports have them all.</p>"# : ""
+        let more = rows.count > Self.auditLimit ? #"<p class="muted">The newest \#(Self.auditLimit) shown; the exports have them all.</p>"# : ""
         let table = ConsolePage.table(
             id: "audit-rows",
             ["ID", "Recipient", "Action", "Campaign", "State", "Queued", "Sent", "SMTP reply", "First click", "Redeemed", "Link", "Feedback"],

@@ -28,7 +28,7 @@ extension ConsoleController {
                 id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Report", ""], rows,
                 empty: "No campaigns yet: create one with herald campaign create.")
             + #"<p class="muted">This page refreshes every 10 seconds.</p>"#
-        return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: 10))
+        return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: (10, "/admin/campaigns")))
     }
 
     static func campaignRow(_ campaign: Campaign, _ counts: [OutboxState: Int], csrf: String) -> String {
@@ -44,7 +44,7 @@ extension ConsoleController {
             buttons.append(ConsolePage.form(action: "\(base)/resume", csrf: csrf, button: "Resume", buttonClass: "resume"))
         }
         if campaign.state != .cancelled {
-            buttons.append(ConsolePage.form(action: "\(base)/cancel", csrf: csrf, button: "Cancel", buttonClass: "cancel"))
+            buttons.append(ConsolePage.form(action: "\(base)/cancel", csrf: csrf, button: "Cancel…", buttonClass: "cancel"))
         }
         return """
             <tr id="campaign-\(campaign.id)"><td>\(campaign.id)</td><td class="name">\(ConsolePage.escape(campaign.name))</td>\
@@ -54,13 +54,42 @@ extension ConsoleController {
             """
     }
 
+    /// "Cancel campaign N?": its unsent rows will never go, and a cancelled campaign cannot be resumed.
+    private func confirmCancel(_ id: Int64, context: HeraldRequestContext) async -> Response {
+        let actions = actions
+        let name: String
+        do {
+            name = try await offload { try actions.campaign(id: id).campaign.name }
+        } catch {
+            return failure(error, "Campaign \(id)", context: context)
+        }
+        let body = """
+            <p>Cancelling <strong>\(ConsolePage.escape(name))</strong> stops its unsent messages for good: a cancelled campaign \
+            cannot be resumed. Pause it instead to stop it for now.</p>
+            <p>\(ConsolePage.form(
+                id: "confirm-cancel", action: "/admin/campaigns/\(id)/cancel", csrf: context.consoleSession?.csrf ?? "",
+                fields: ["confirm": "yes"], button: "Cancel campaign \(id)", buttonClass: "cancel")) \
+            <a id="keep" href="/admin/campaigns">Keep it</a></p>
+            """
+        return ConsolePage.response(ConsolePage.html("Cancel campaign \(id)?", body, session: context.consoleSession, current: "campaigns"))
+    }
+
     /// The buttons of a campaign's row.
     enum CampaignChange: String, CaseIterable, Sendable { case pause, resume, cancel }
 
-    /// `POST /admin/campaigns/{id}/pause|resume|cancel`.
+    struct ConfirmField: Decodable {
+        var confirm: String?
+    }
+
+    /// `POST /admin/campaigns/{id}/pause|resume|cancel`. A cancel cannot be undone: without `confirm=yes` it
+    /// answers a page asking, whose button posts again with it.
     func changeCampaign(_ request: Request, context: HeraldRequestContext, _ change: CampaignChange) async throws -> Response {
         guard let id = context.parameters.get("id", as: Int64.self) else {
             return failure(HeraldError(.notFound, "no such campaign"), "Campaigns", context: context)
+        }
+        var request = request
+        if change == .cancel, try await ConsoleForm.read(&request, as: ConfirmField.self)?.confirm != "yes" {
+            return await confirmCancel(id, context: context)
         }
         let actions = actions
         let done: String

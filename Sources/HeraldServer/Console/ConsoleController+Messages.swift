@@ -34,7 +34,8 @@ extension ConsoleController {
     static let messageLimit = 200
 
     @Sendable func messages(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let fields = (try? request.uri.decodeQuery(as: MessageFields.self, context: context)) ?? MessageFields()
+        let decoded = try? request.uri.decodeQuery(as: MessageFields.self, context: context)
+        let fields = decoded ?? MessageFields()
         let form = """
             <form id="message-search" class="filters" method="get" action="/admin/messages">
             <label>Email <input name="email" type="email" value="\(ConsolePage.escape(fields.email ?? ""))"></label>
@@ -46,8 +47,9 @@ extension ConsoleController {
         let actions = actions
         let rows: [OutboxMessage]
         do {
+            guard decoded != nil else { throw HeraldError(.argumentError, "the search could not be read: give each field once") }
             let search = try fields.search()
-            rows = try await offload { try actions.searchMessages(search, limit: Self.messageLimit) }
+            rows = try await offload { try actions.searchMessages(search, limit: Self.messageLimit + 1) }
         } catch let error as HeraldError where error.code != .unavailable {
             return ConsolePage.response(
                 ConsolePage.html("Messages", form + ConsolePage.error(error.description), session: context.consoleSession, current: "messages"),
@@ -55,7 +57,7 @@ extension ConsoleController {
         } catch {
             return failure(error, "Messages", context: context)
         }
-        let tableRows = rows.map { row in
+        let tableRows = rows.prefix(Self.messageLimit).map { row in
             """
             <tr id="message-\(row.id)"><td><a href="/admin/messages/\(row.id)">\(row.id)</a></td><td>\(row.kind.rawValue)</td>\
             <td class="recipient">\(ConsolePage.escape(row.recipient.value))</td><td class="state">\(row.state.rawValue)</td>\
@@ -64,7 +66,7 @@ extension ConsoleController {
             """
         }
         let more =
-            rows.count == Self.messageLimit ? #"<p class="muted">The newest \#(Self.messageLimit) shown; narrow the search for older ones.</p>"# : ""
+            rows.count > Self.messageLimit ? #"<p class="muted">The newest \#(Self.messageLimit) shown; narrow the search for older ones.</p>"# : ""
         let body =
             form
             + ConsolePage.table(
@@ -134,6 +136,7 @@ extension ConsoleController {
         let actions = actions
         let changed: [Int64]
         do {
+            _ = try await offload { try actions.messageHistory(id: id) }  // a 404 page for a row that does not exist
             switch change {
             case .retry:
                 let filter = RequeueFilter(states: Actions.retryableStates, ids: [id])

@@ -73,7 +73,8 @@ extension ConsoleController {
         }
         let headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-            .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-ancestors 'self'",
+            .contentSecurityPolicy:
+                "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; form-action 'none'; sandbox; frame-ancestors 'self'",
             .init("X-Frame-Options")!: "SAMEORIGIN", .init("X-Content-Type-Options")!: "nosniff",
             .init("Referrer-Policy")!: "no-referrer",
         ]

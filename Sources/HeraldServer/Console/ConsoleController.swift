@@ -114,9 +114,17 @@ struct ConsoleController: Sendable {
 
     @Sendable func overview(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let actions = actions
-        let counts = try await actions.outboxCounts()
-        let activity = try await offload { try actions.sendActivity() }
-        let status = try await offload { try actions.workerStatus() }
+        let buckets = Self.lastHourBuckets()
+        let counts: [OutboxCount]
+        let activity: [SendActivity]
+        let status: (workers: [LiveWorker], queue: QueueStatus)
+        do {
+            counts = try await actions.outboxCounts()
+            activity = try await offload { try actions.sendActivity(since: buckets[0]) }
+            status = try await offload { try actions.workerStatus() }
+        } catch {
+            return failure(error, "Overview", context: context)
+        }
         var byState: [OutboxState: Int] = [:]
         for count in counts { byState[count.state, default: 0] += count.count }
         let queueRows = OutboxState.allCases.compactMap { state in
@@ -125,10 +133,11 @@ struct ConsoleController: Sendable {
         let body = """
             \(Self.workerSection(status.workers, status.queue))
             <h2>Queue</h2>\(ConsolePage.table(id: "queue", ["State", "Messages"], queueRows, empty: "The outbox is empty."))
-            <h2>Sends over the last hour</h2>\(Self.rateTable(activity))
+            <h2>Sends over the last hour</h2>\(Self.rateTable(activity, buckets))
             <h2>Failures over the last hour, by reply class</h2>\(Self.failureTable(activity))
             """
-        return ConsolePage.response(ConsolePage.html("Overview", body, session: context.consoleSession, current: "overview", refresh: 30))
+        return ConsolePage.response(
+            ConsolePage.html("Overview", body, session: context.consoleSession, current: "overview", refresh: (30, "/admin/")))
     }
 
     /// Whether anything sends what waits: the workers by heartbeat, and how late the next due message is.
@@ -157,13 +166,17 @@ struct ConsoleController: Sendable {
             """
     }
 
-    /// One row per five-minute bucket of the last hour, oldest first.
-    static func rateTable(_ activity: [SendActivity]) -> String {
-        let now = Date()
+    /// The starts of the twelve five-minute buckets ending with the current one, oldest first: the rate table's
+    /// rows, and the failures table's window.
+    static func lastHourBuckets(now: Date = Date()) -> [Date] {
         let width = SendActivity.bucketSeconds
         let last = (now.timeIntervalSince1970 / width).rounded(.down) * width
-        let rows = (0..<12).reversed().map { back -> String in
-            let start = Date(timeIntervalSince1970: last - Double(back) * width)
+        return (0..<12).reversed().map { back in Date(timeIntervalSince1970: last - Double(back) * width) }
+    }
+
+    /// One row per five-minute bucket, oldest first.
+    static func rateTable(_ activity: [SendActivity], _ buckets: [Date]) -> String {
+        let rows = buckets.map { start -> String in
             let bucket = activity.filter { $0.bucket == start }
             func sum(_ outcomes: Set<String>) -> Int { bucket.filter { outcomes.contains($0.outcome) }.reduce(0) { $0 + $1.count } }
             let time = start.formatted(Date.ISO8601FormatStyle().time(includingFractionalSeconds: false))

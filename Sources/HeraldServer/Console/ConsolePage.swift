@@ -9,7 +9,8 @@ enum ConsolePage {
 
     /// A whole page: `body` inside the layout, with the navigation when signed in.
     static func html(
-        _ title: String, _ body: String, session: ConsoleSessions.Session?, current: String = "", refresh: Int? = nil
+        _ title: String, _ body: String, session: ConsoleSessions.Session?, current: String = "",
+        refresh: (seconds: Int, url: String)? = nil
     ) -> String {
         let links = [
             ("overview", "/admin/", "Overview"), ("campaigns", "/admin/campaigns", "Campaigns"),
@@ -24,7 +25,8 @@ enum ConsolePage {
                 return #"<nav id="nav"><strong>Herald</strong>\#(items)"#
                     + form(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
             } ?? #"<nav id="nav"><strong>Herald</strong></nav>"#
-        let meta = refresh.map { #"<meta http-equiv="refresh" content="\#($0)">"# } ?? ""
+        // To a fixed URL: a notice in the query string is shown once, not on every refresh.
+        let meta = refresh.map { #"<meta http-equiv="refresh" content="\#($0.seconds); url=\#($0.url)">"# } ?? ""
         return """
             <!DOCTYPE html>
             <html lang="en" dir="ltr"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

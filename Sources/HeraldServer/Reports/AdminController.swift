@@ -10,9 +10,8 @@ struct AdminController: Sendable {
     let actions: Actions
 
     var routes: RouteCollection<HeraldRequestContext> {
-        RouteCollection(context: HeraldRequestContext.self)
-            .add(middleware: FirebaseErrorMiddleware())
-            .add(middleware: AdminOnlyMiddleware(admin: AdminCredential(actions.configuration.server)))
+        // The console links to the report and the audit exports: its session cookie may read them.
+        RouteCollection.adminOnly(actions.configuration.server, consoleReads: true)
             .get("campaigns/:id", use: campaignReport)
             .get("audit", use: audit)
             .post("messages:retry", use: retry)

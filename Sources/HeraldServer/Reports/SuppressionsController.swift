@@ -13,9 +13,7 @@ struct SuppressionsController: Sendable {
     let actions: Actions
 
     var routes: RouteCollection<HeraldRequestContext> {
-        RouteCollection(context: HeraldRequestContext.self)
-            .add(middleware: FirebaseErrorMiddleware())
-            .add(middleware: AdminOnlyMiddleware(admin: AdminCredential(actions.configuration.server)))
+        RouteCollection.adminOnly(actions.configuration.server)
             .get("suppressions", use: list)
             .post("suppressions", use: add)
             .get("suppressions/:email", use: show)

@@ -43,7 +43,7 @@ extension SQLiteStore {
                     SELECT m.id FROM mail_feedback m WHERE m.outbox_id = o.id AND m.kind != 'unsubscribe' ORDER BY m.id DESC LIMIT 1)
             ) AS o
             \(conditions.whereClause)
-            ORDER BY o.id
+            ORDER BY o.id\(filter.newestFirst ? " DESC" : "")
             """
         try pool.read { db in
             let cursor = try Row.fetchCursor(db, sql: sql, arguments: conditions.arguments)
