@@ -35,6 +35,8 @@ public final class Actions: Sendable {
     /// The ID-token keys, read (or created) on first use: commands that never sign need no key file.
     private let idTokenKeys = Mutex<IDTokens?>(nil)
     let logger: Logger
+    /// Signalled after every commit that queued mail, so a worker in this process claims it at once.
+    public let queued = QueueSignal()
     /// Emulator mode only: plaintext codes kept in memory (never on disk) for `GET …/oobCodes`, the newest
     /// `emulatorCodeLimit`.
     let emulatorCodes = Mutex<[EmulatorCode]>([])

@@ -111,6 +111,15 @@ final class LedgerDesk: @unchecked Sendable {
         return .waiting
     }
 
+    /// Mail was queued in this process: connections waiting for rows claim now, not at their next poll.
+    func queued() {
+        condition.lock()
+        let now = Date()
+        for index in lanes.indices where lanes[index].nextClaim > now { lanes[index].nextClaim = now }
+        condition.broadcast()
+        condition.unlock()
+    }
+
     /// Asks for more rows ahead of need.
     func ask(_ connection: Int) {
         condition.lock()
@@ -289,8 +298,9 @@ final class LedgerDesk: @unchecked Sendable {
             return
         }
         if untilEmpty && ours < status.pending { explainWait(status, owner: owner) }
-        // When the only pending rows are our own in-flight ones, look again soon: they settle quickly.
-        let untilDue = ours >= status.pending ? 0.01 : status.nextDue.map { $0.timeIntervalSinceNow } ?? worker.pollInterval
+        // When the only pending rows are our own in-flight ones, look again soon: they settle quickly. An empty
+        // queue is looked at every poll interval (sooner when this process queues mail: `queued()`).
+        let untilDue = status.pending > 0 && ours >= status.pending ? 0.01 : status.nextDue.map { $0.timeIntervalSinceNow } ?? worker.pollInterval
         lanes[connection].nextClaim = Date().addingTimeInterval(min(worker.pollInterval, max(0.01, untilDue)))
     }
 

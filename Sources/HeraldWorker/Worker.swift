@@ -47,6 +47,8 @@ public struct Worker: Sendable {
     let metrics = WorkerMetrics()
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
+    /// Mail queued by this process (`Actions.queued`): an idle worker claims at once instead of at its next poll.
+    public var queueSignal: QueueSignal?
 
     public init(
         store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
@@ -107,10 +109,13 @@ public struct Worker: Sendable {
                 }
                 let desk = LedgerDesk(
                     worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop, wake: dispatcher.waker)
+                let signal = queueSignal
+                let signalToken = signal?.observe { [weak desk] in desk?.queued() }
                 group.enter()
                 let deskThread = Thread {
                     defer { group.leave() }
                     desk.run()
+                    if let signalToken { signal?.remove(signalToken) }
                     if let error = desk.error {
                         results.fail(error)
                         stop.stop()

@@ -115,6 +115,7 @@ extension Actions {
             } else {
                 _ = try self.store.enqueue(
                     action, messageDomain: self.messageDomain, throttle: SendThrottle(cooldown: 0, dailyCap: Int.max), now: now)
+                self.queued.signal()
             }
         }
     }

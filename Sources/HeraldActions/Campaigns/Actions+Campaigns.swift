@@ -120,7 +120,10 @@ extension Actions {
 
     public func pauseCampaign(id: Int64) throws { try store.pause(campaign: id, now: Date()) }
 
-    public func resumeCampaign(id: Int64) throws { try store.resume(campaign: id, now: Date()) }
+    public func resumeCampaign(id: Int64) throws {
+        try store.resume(campaign: id, now: Date())
+        queued.signal()
+    }
 
     /// Cancels a campaign; returns how many unsent rows were cancelled.
     public func cancelCampaign(id: Int64) throws -> Int { try store.cancel(campaign: id, now: Date()) }

@@ -23,7 +23,9 @@ extension Actions {
         var filter = filter
         if filter.states.isEmpty { filter.states = Self.defaultRetryStates }
         try Self.check(filter, allowed: Self.retryableStates, "retry")
-        return RequeueResult(ids: try store.retry(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
+        let ids = try store.retry(filter, actor: actor, dryRun: dryRun, now: now)
+        if !ids.isEmpty { queued.signal() }
+        return RequeueResult(ids: ids, dryRun: dryRun)
     }
 
     /// Cancels matching queued or deferred rows before they go.

@@ -48,6 +48,7 @@ extension Actions {
         let id = try limited(now: now) {
             try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
         }
+        queued.signal()
         if caller == .app { latencies.record(since: started) }
         return SendResult(email: email, delivery: .queued(outboxID: id))
     }
@@ -173,6 +174,7 @@ extension Actions {
             var seen: Set<String> = []
             requests = requests.filter { seen.insert($0.recipient.value).inserted }
         }
+        defer { queued.signal() }
         return try store.enqueue(requests, bulkKey: bulkKey, messageDomain: messageDomain, batchSize: 1000, now: now)
     }
 

@@ -48,6 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
                     try CurlSMTPDispatcher(settings: settings, lanes: lanes)
                 }
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
+                worker.queueSignal = actions.queued
                 let grace = configuration.server.failureGrace
                 let service = WorkerService(worker: worker, concurrency: configuration.smtp.connections) { error in
                     // Tell load balancers first, then drain: /health is 503 for the grace period.
