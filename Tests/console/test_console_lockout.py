@@ -15,17 +15,21 @@ from console_support import CSRF_COOKIE, SESSION_COOKIE, ConsoleClient, set_cook
 FAILURES_ALLOWED = 3
 
 
-@pytest.fixture
-def strict_server(herald_bin, tmp_path):
+def running(herald_bin, tmp_path, settings: dict, args: tuple = ()):
+    """A `herald serve` with its own capture server, stopped (with the capture server) when the test ends."""
     capture = CaptureServer()
     capture.start()
-    settings = deep_merge(BASE_OVERRIDES, {"limits": {"ipSignInFailuresPerHour": FAILURES_ALLOWED}})
-    srv = HeraldServer(herald_bin, write_serve_config(tmp_path, capture, settings), tmp_path, capture, (), settings)
+    srv = HeraldServer(herald_bin, write_serve_config(tmp_path, capture, settings), tmp_path, capture, args, settings)
     try:
         yield srv.wait_ready()
     finally:
         srv.stop()
         capture.stop()
+
+
+@pytest.fixture
+def strict_server(herald_bin, tmp_path):
+    yield from running(herald_bin, tmp_path, deep_merge(BASE_OVERRIDES, {"limits": {"ipSignInFailuresPerHour": FAILURES_ALLOWED}}))
 
 
 def test_wrong_tokens_lock_the_network_out_of_the_sign_in_form(strict_server):
@@ -47,15 +51,7 @@ def test_wrong_tokens_lock_the_network_out_of_the_sign_in_form(strict_server):
 
 @pytest.fixture
 def workerless_server(herald_bin, tmp_path):
-    capture = CaptureServer()
-    capture.start()
-    srv = HeraldServer(herald_bin, write_serve_config(tmp_path, capture, BASE_OVERRIDES), tmp_path, capture, ("--no-worker",),
-                       BASE_OVERRIDES)
-    try:
-        yield srv.wait_ready()
-    finally:
-        srv.stop()
-        capture.stop()
+    yield from running(herald_bin, tmp_path, BASE_OVERRIDES, ("--no-worker",))
 
 
 def test_the_overview_warns_when_mail_waits_and_no_worker_is_alive(workerless_server):

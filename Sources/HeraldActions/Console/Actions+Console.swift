@@ -69,7 +69,7 @@ extension Actions {
     ///
     /// - Throws: `INVALID_EMAIL`; `RECIPIENT_SUPPRESSED` naming the reason.
     public func sendTemplateTest(
-        _ kind: ActionKind, locale: LocaleTag, to recipient: String, dispatcher makeDispatcher: (() throws -> any MailDispatcher)? = nil
+        _ kind: ActionKind, locale: LocaleTag, to recipient: String
     ) throws -> DeliveryResult {
         let address = try EmailAddress(recipient)
         if let suppression = try store.suppressions(emails: [address.value])[address.value], suppression.scope == .all {
@@ -77,7 +77,7 @@ extension Actions {
         }
         let composed = try composer.compose(try composer.sampleInput(kind, locale: locale, links: configuration.links, to: address))
         let settings = SMTPSettings(configuration.smtp)
-        let dispatcher = try makeDispatcher?() ?? CurlSMTPDispatcher(settings: settings, lanes: 1)
+        let dispatcher = try CurlSMTPDispatcher(settings: settings, lanes: 1)
         defer { dispatcher.close() }
         dispatcher.start(lane: 0, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
         let deadline = Date().addingTimeInterval(configuration.smtp.connectTimeout + configuration.smtp.timeout + 5)

@@ -51,28 +51,24 @@ extension SQLiteStore {
     /// Writes `event` about outbox row `outboxID` for every endpoint that listens, in the caller's transaction;
     /// with `state`, only while the row is in it. Nothing at all when no endpoint listens.
     func emitWebhook(_ db: Database, _ event: WebhookEvent, outboxID: Int64, at: Int64, state: String? = nil, extra: String = "{}") throws {
-        let endpoints = webhooks.endpoints(for: event)
-        guard !endpoints.isEmpty else { return }
-        let statement = try db.cachedStatement(sql: Self.messageEvent)
-        let eventID = Self.newEventID()
-        for endpoint in endpoints {
-            try statement.execute(arguments: [
-                "eventID": eventID, "endpoint": endpoint, "event": event.rawValue, "at": at, "outboxID": outboxID, "state": state,
-                "extra": extra,
-            ])
-        }
+        try emit(db, event, sql: Self.messageEvent, at: at, extra: extra, ["outboxID": outboxID, "state": state])
     }
 
     /// Writes `event` about the link of code `codeID` for every endpoint that listens, in the caller's transaction.
     func emitWebhook(_ db: Database, _ event: WebhookEvent, codeID: Int64, at: Int64, extra: String = "{}") throws {
+        try emit(db, event, sql: Self.codeEvent, at: at, extra: extra, ["codeID": codeID])
+    }
+
+    /// Runs `sql` once per endpoint listening to `event`, all rows sharing one event id.
+    private func emit(_ db: Database, _ event: WebhookEvent, sql: String, at: Int64, extra: String, _ subject: StatementArguments) throws {
         let endpoints = webhooks.endpoints(for: event)
         guard !endpoints.isEmpty else { return }
-        let statement = try db.cachedStatement(sql: Self.codeEvent)
+        let statement = try db.cachedStatement(sql: sql)
         let eventID = Self.newEventID()
         for endpoint in endpoints {
-            try statement.execute(arguments: [
-                "eventID": eventID, "endpoint": endpoint, "event": event.rawValue, "at": at, "codeID": codeID, "extra": extra,
-            ])
+            var arguments: StatementArguments = ["eventID": eventID, "endpoint": endpoint, "event": event.rawValue, "at": at, "extra": extra]
+            arguments += subject
+            try statement.execute(arguments: arguments)
         }
     }
 
