@@ -4,15 +4,19 @@ SWIFT ?= swift
 PYTHON ?= python3
 BENCH_N ?= 20000
 
-.PHONY: demo test deps build bench format lint clean
+.PHONY: demo test test-run deps build bench format lint clean
 
 ## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server).
 demo: deps build
 	scripts/demo.sh
 
-## Install what is needed, build, and run the Swift and the end-to-end Python tests.
+## Install what is needed, build, and run the Swift and the end-to-end Python tests, beside a throwaway PostgreSQL
+## cluster (scripts/with-postgres.sh) that the PostgreSQL store's tests use.
 test: deps build
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+	scripts/with-postgres.sh $(MAKE) --no-print-directory test-run
+
+test-run:
 	$(SWIFT) test --skip-build
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console
 

@@ -16,12 +16,22 @@ public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore
 
 /// Opens the store a configuration names.
 public enum StoreOpener {
-    /// The SQLite ledger at `database.path`, created and migrated as needed.
+    /// The PostgreSQL ledger at `database.url` when it names one, else the SQLite ledger at `database.path`;
+    /// created and migrated as needed.
     ///
-    /// - Throws: `INVALID_CONFIGURATION` naming the path when it cannot be a ledger; `UNAVAILABLE`
-    ///   while it is locked, read-only or on a full disk.
+    /// - Throws: `INVALID_CONFIGURATION` naming the path or URL when it cannot be a ledger; `UNAVAILABLE`
+    ///   while it is locked, read-only, unreachable or on a full disk.
     /// `webhooks` names the endpoints each state change writes a delivery for.
     public static func open(_ database: HeraldConfiguration.Database, webhooks: WebhookRouting = .none) throws -> any HeraldStore {
-        try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks)
+        if PostgresLocation.isURL(database.url) {
+            return try PostgresStore(location: PostgresLocation(url: database.url), poolSize: database.poolSize, webhooks: webhooks)
+        }
+        return try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks)
+    }
+
+    /// Where the ledger is, for messages: the PostgreSQL URL (without a password) or the SQLite path.
+    public static func describe(_ database: HeraldConfiguration.Database) -> String {
+        if PostgresLocation.isURL(database.url), let location = try? PostgresLocation(url: database.url) { return location.description }
+        return database.path
     }
 }

@@ -66,7 +66,7 @@ public struct Worker: Sendable {
         eventRetention = configuration.ledger.eventRetention
         self.logger = logger
         self.makeDispatcher = makeDispatcher
-        rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate)
+        rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate, shared: store as? any SharedRateLimits)
     }
 
     /// A worker over blocking transports, one thread each (`ThreadedDispatcher`).

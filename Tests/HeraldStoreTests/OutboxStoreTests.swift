@@ -59,27 +59,34 @@ import Testing
         #expect(try store.messages().count == 16)
     }
 
-    @Test func bulkEnqueueFailingPartWayKeepsEarlierBatchesAndARerunQueuesTheRest() throws {
-        let store = try StoreKind.sqlite.makeStore(in: scratch)
+    @Test(arguments: StoreKind.allCases)
+    func bulkEnqueueFailingPartWayKeepsEarlierBatchesAndARerunQueuesTheRest(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
         let requests = try (1...5).map { try Fixture.request(.verifyEmail, "user\($0)@example.com") }
         func enqueue() throws -> BulkEnqueueResult {
             try store.enqueue(requests, bulkKey: "file", messageDomain: Fixture.messageDomain, batchSize: 2, now: Date())
         }
         // The third row fails, as on a full disk: the first batch stays committed, the second rolls back.
-        let ledger = try DatabaseQueue(path: scratch.path("ledger.sqlite"))
-        try ledger.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TRIGGER full_disk BEFORE INSERT ON outbox WHEN (SELECT COUNT(*) FROM outbox) >= 2
-                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
-                    """)
-        }
+        try kind.execute(
+            in: scratch,
+            sqlite: """
+                CREATE TRIGGER full_disk BEFORE INSERT ON outbox WHEN (SELECT COUNT(*) FROM outbox) >= 2
+                BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                """,
+            postgres: """
+                CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                    IF (SELECT COUNT(*) FROM outbox) >= 2 THEN RAISE EXCEPTION 'disk full' USING ERRCODE = '53100'; END IF;
+                    RETURN NEW;
+                END $$
+                ;
+                CREATE TRIGGER full_disk BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION full_disk()
+                """)
         let failure = #expect(throws: BulkEnqueueFailure.self) { try enqueue() }
         #expect(failure?.committed == BulkEnqueueResult(newlyQueued: 2, alreadyQueued: 0))
         #expect(failure?.requested == 5)
         #expect(try store.messages().count == 2)
 
-        try ledger.write { db in try db.execute(sql: "DROP TRIGGER full_disk") }
+        try kind.execute(in: scratch, sqlite: "DROP TRIGGER full_disk", postgres: "DROP TRIGGER full_disk ON outbox")
         #expect(try enqueue() == BulkEnqueueResult(newlyQueued: 3, alreadyQueued: 2))
         #expect(try store.messages().map(\.recipient.value) == requests.map(\.recipient.value))
     }

@@ -12,7 +12,7 @@ import Testing
     let now = Date(milliseconds: Date().milliseconds + 1000)
     let everything = WebhookRouting(["ops": Set(WebhookEvent.allCases)])
 
-    struct DeliveryRow: Decodable, FetchableRecord {
+    struct DeliveryRow {
         let id: Int64
         let event_id: String
         let endpoint: String
@@ -23,9 +23,13 @@ import Testing
         let attempts: Int
     }
 
-    func rows() throws -> [DeliveryRow] {
-        try DatabaseQueue(path: scratch.path("ledger.sqlite")).read { db in
-            try DeliveryRow.fetchAll(db, sql: "SELECT * FROM webhook_deliveries ORDER BY id")
+    func rows(_ kind: StoreKind) throws -> [DeliveryRow] {
+        try kind.rows(in: scratch, "SELECT * FROM webhook_deliveries ORDER BY id").map { row in
+            let text = { (name: String) in (row[name] ?? nil) ?? "" }
+            return DeliveryRow(
+                id: Int64(text("id")) ?? -1, event_id: text("event_id"), endpoint: text("endpoint"), event: text("event"),
+                outbox_id: (row["outbox_id"] ?? nil).flatMap { Int64($0) }, payload: text("payload"), state: text("state"),
+                attempts: Int(text("attempts")) ?? -1)
         }
     }
 
@@ -41,7 +45,7 @@ import Testing
         let id = try store.enqueue(Fixture.request(.resetPassword, "ada@example.com"), messageDomain: Fixture.messageDomain)
         let claimed = try store.claim(policy, now: now)
         try store.record(claimed[0], Fixture.sent(at: now), policy: policy)
-        let written = try rows()
+        let written = try rows(kind)
         #expect(written.map(\.endpoint) == ["audit", "ops"])
         #expect(Set(written.map(\.event_id)).count == 1, "one event, one id for every endpoint")
         let body = try payload(written[0])
@@ -63,7 +67,7 @@ import Testing
         let policy = Fixture.policy()
         try quiet.enqueue(Fixture.request(.verifyEmail, "a@example.com"), messageDomain: Fixture.messageDomain)
         try quiet.record(try quiet.claim(policy, now: now)[0], Fixture.sent(at: now), policy: policy)
-        #expect(try rows().isEmpty)
+        #expect(try rows(kind).isEmpty)
 
         let store = try kind.makeStore(in: scratch, webhooks: everything)
         try store.enqueue(Fixture.request(.verifyEmail, "b@example.com"), messageDomain: Fixture.messageDomain)
@@ -71,9 +75,9 @@ import Testing
         // The lease runs out and another worker takes the row: the first worker's late result moves nothing.
         let second = try store.claim(policy, owner: "other/0:1", now: now.addingTimeInterval(policy.lease + 1))[0]
         try store.record(first, Fixture.failed(at: now), policy: policy)
-        #expect(try rows().isEmpty)
+        #expect(try rows(kind).isEmpty)
         try store.record(second, Fixture.sent(at: now.addingTimeInterval(policy.lease + 2)), policy: policy)
-        #expect(try rows().map(\.event) == ["sent"])
+        #expect(try rows(kind).map(\.event) == ["sent"])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -82,9 +86,13 @@ import Testing
         let policy = Fixture.policy()
         let id = try store.enqueue(Fixture.request(.verifyEmail, "a@example.com"), messageDomain: Fixture.messageDomain)
         let claimed = try store.claim(policy, now: now)
-        try DatabaseQueue(path: scratch.path("ledger.sqlite")).write { db in
-            try db.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END")
-        }
+        try kind.execute(
+            in: scratch, sqlite: "CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END",
+            postgres: """
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$
+                ;
+                CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION refuse()
+                """)
         #expect(throws: (any Error).self) { try store.record(claimed[0], Fixture.sent(at: now), policy: policy) }
         #expect(try store.messages().first { $0.id == id }?.state == .sending, "the send's record rolled back with its event")
     }
@@ -99,20 +107,20 @@ import Testing
         _ = try store.recordFeedback(
             MailFeedback(outboxID: sent, kind: .hard, status: "5.1.1", diagnostic: "550 5.1.1 user unknown"), softLimit: 3, softWindow: 86_400,
             now: now)
-        let bounced = try #require(try rows().last)
+        let bounced = try #require(try rows(kind).last)
         #expect(bounced.event == "bounced")
         #expect((try payload(bounced)["feedback"] as? [String: Any])?["status"] as? String == "5.1.1")
 
         try store.enqueue(Fixture.request(.resetPassword, "late@example.com"), messageDomain: Fixture.messageDomain)
         _ = try store.claim(policy, now: now.addingTimeInterval(3600))  // past worker.maxQueueWait
-        #expect(try rows().last?.event == "expired")
+        #expect(try rows(kind).last?.event == "expired")
 
         try store.enqueue(Fixture.request(.verifyEmail, "ada@example.com"), messageDomain: Fixture.messageDomain)
         let verify = try store.claim(policy, now: now)[0]
         try store.record(verify, Fixture.sent(at: now), policy: policy)
         try store.recordLinkEvent(codeID: try store.code(verify.code.plaintext)?.id, kind: .click, visitor: Fixture.visitor, detail: nil, now: now)
         _ = try store.consume(verify.code.plaintext, expecting: [.verifyEmail], visitor: Fixture.visitor, now: now)
-        let last = try rows().suffix(2)
+        let last = try rows(kind).suffix(2)
         #expect(last.map(\.event) == ["clicked", "redeemed"])
         let redeemed = try payload(try #require(last.last))
         #expect((redeemed["visitor"] as? [String: Any])?["ip"] as? String == "203.0.113.7")

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import HeraldActions
+import HeraldCore
 import HeraldMail
 import HeraldServer
+import HeraldStore
 import HeraldWorker
 import ServiceLifecycle
 
@@ -42,6 +44,8 @@ struct ServeCommand: AsyncParsableCommand {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
                 .init(service: AbuseCountsService(actions: actions), serviceName: "abuse-counts")
             ]
+            var relays: [QueueNotificationRelay] = []
+            defer { for relay in relays { relay.cancel() } }
             if !noWorker {
                 let settings = SMTPSettings(configuration.smtp)
                 var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
@@ -49,6 +53,8 @@ struct ServeCommand: AsyncParsableCommand {
                 }
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
                 worker.queueSignal = actions.queued
+                // On PostgreSQL, mail other processes queue wakes the embedded worker too.
+                if let postgres = store as? PostgresStore { relays.append(postgres.relayQueueNotifications(to: actions.queued)) }
                 let grace = configuration.server.failureGrace
                 let service = WorkerService(worker: worker, concurrency: configuration.smtp.connections) { error in
                     // Tell load balancers first, then drain: /health is 503 for the grace period.

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import HeraldActions
+import HeraldCore
 import HeraldMail
 import HeraldServer
+import HeraldStore
 import HeraldWorker
 import ServiceLifecycle
 
@@ -30,9 +32,16 @@ struct WorkerCommand: AsyncParsableCommand {
             let settings = SMTPSettings(configuration.smtp)
             let store = try await runtime.openStoreWaiting()
             let composer = try runtime.composer()
-            let worker = Worker(store: store, composer: composer, configuration: configuration, logger: runtime.logger) { lanes in
+            var worker = Worker(store: store, composer: composer, configuration: configuration, logger: runtime.logger) { lanes in
                 try CurlSMTPDispatcher(settings: settings, lanes: lanes)
             }
+            // On PostgreSQL, mail queued by any process wakes this worker (LISTEN/NOTIFY) instead of waiting for its poll.
+            let relay = (store as? PostgresStore).map { postgres in
+                let signal = QueueSignal()
+                worker.queueSignal = signal
+                return postgres.relayQueueNotifications(to: signal)
+            }
+            defer { relay?.cancel() }
             runtime.logger.info(
                 "worker started",
                 metadata: ["smtp": "\(Self.redacted(configuration.smtp.url))", "connections": "\(connections)", "untilEmpty": "\(untilEmpty)"])

@@ -201,6 +201,16 @@ struct ConfigurationParser {
 
         c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
         c.database.busyTimeout = try await duration("database.busyTimeout", c.database.busyTimeout, positive: true)
+        c.database.url = try await text("database.url", c.database.url) {
+            $0.isEmpty || $0.hasPrefix("postgres://") || $0.hasPrefix("postgresql://") || $0.hasPrefix("sqlite:")
+                ? nil : "expected postgres://user@host:port/database or sqlite:PATH"
+        }
+        if c.database.url.hasPrefix("sqlite:") {
+            c.database.path = String(c.database.url.dropFirst("sqlite:".count))
+            c.database.url = ""
+            if c.database.path.isEmpty { throw HeraldError(.invalidConfiguration, "database.url: sqlite: names no file") }
+        }
+        c.database.poolSize = try await number("database.poolSize", c.database.poolSize, in: 1...200)
         c.tokens.keyFile = try await text("tokens.keyFile", c.tokens.keyFile) { _ in nil }
         c.tokens.mailKeyFile = try await text("tokens.mailKeyFile", c.tokens.mailKeyFile) { _ in nil }
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }

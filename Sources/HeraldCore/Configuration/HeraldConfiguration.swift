@@ -71,7 +71,13 @@ public struct HeraldConfiguration: Sendable {
 
     /// The SQLite ledger.
     public struct Database: Sendable {
+        /// The SQLite ledger, when `url` names no PostgreSQL server.
         public var path = "var/herald.sqlite"
+        /// `postgres://user@host:port/database[?schema=name]` selects the PostgreSQL store (password from
+        /// `HERALD_DATABASE_PASSWORD`); empty keeps SQLite at `path`. `sqlite:PATH` is read as `path`.
+        public var url = ""
+        /// PostgreSQL connections per process.
+        public var poolSize = 8
         /// How long a statement waits for another process's write lock before the operation is
         /// retried (worker) or answered 503 (API).
         public var busyTimeout: TimeInterval = 10

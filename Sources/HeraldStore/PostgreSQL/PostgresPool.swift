@@ -1,0 +1,233 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// Where a PostgreSQL ledger lives: `postgres://user@host:port/database?schema=name`.
+///
+/// The password comes from the environment (`HERALD_DATABASE_PASSWORD`, else `PGPASSWORD`), never from a
+/// configuration file; a password written in the URL is refused so that it cannot end up in one.
+public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String?
+    public var database: String
+    /// The schema the ledger's tables live in (`search_path`); nil is the server's default (`public`).
+    public var schema: String?
+
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String, schema: String? = nil) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.schema = schema
+    }
+
+    /// Whether `text` names a PostgreSQL ledger rather than a SQLite file.
+    public static func isURL(_ text: String) -> Bool {
+        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+    }
+
+    /// - Throws: `INVALID_CONFIGURATION` naming what is wrong with `url`.
+    public init(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        func invalid(_ problem: String) -> HeraldError {
+            HeraldError(.invalidConfiguration, "database.url: \(problem) (expected postgres://user@host:port/database)")
+        }
+        guard Self.isURL(url), let components = URLComponents(string: url) else { throw invalid("not a postgres:// URL") }
+        guard let host = components.host, !host.isEmpty else { throw invalid("no host") }
+        guard let user = components.user, !user.isEmpty else { throw invalid("no user") }
+        guard components.password == nil else {
+            throw invalid("a password in the URL; set HERALD_DATABASE_PASSWORD in the environment instead")
+        }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty, !database.contains("/") else { throw invalid("no database name") }
+        var schema: String?
+        for item in components.queryItems ?? [] {
+            switch item.name {
+            case "schema":
+                guard let value = item.value, !value.isEmpty,
+                    value.unicodeScalars.allSatisfy({ $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) })
+                else { throw invalid("schema must be lower-case letters, digits and _") }
+                schema = value
+            default: throw invalid("unknown parameter \(item.name)")
+            }
+        }
+        self.init(
+            host: host, port: components.port ?? 5432, user: user,
+            password: environment["HERALD_DATABASE_PASSWORD"] ?? environment["PGPASSWORD"], database: database, schema: schema)
+    }
+
+    /// The URL without the password.
+    public var description: String {
+        "postgres://\(user)@\(host):\(port)/\(database)" + (schema.map { "?schema=\($0)" } ?? "")
+    }
+}
+
+/// A fixed number of PostgreSQL connections lent to one thread at a time; callers block, as with SQLite.
+///
+/// Writes run as SERIALIZABLE transactions, the nearest PostgreSQL comes to SQLite's one writer at a time, so
+/// a check and the insert it guards (a throttle, a single-use code) cannot interleave with another node's; a
+/// transaction that loses such a race (SQLSTATE 40001, 40P01) runs again, up to `retries` times.
+final class PostgresPool: @unchecked Sendable {
+    enum Isolation: String {
+        case serializable = "SERIALIZABLE"
+        /// For claims that skip locked rows (`FOR UPDATE SKIP LOCKED`): no serialization failures between workers.
+        case readCommitted = "READ COMMITTED"
+        case repeatableReadOnly = "REPEATABLE READ READ ONLY"
+    }
+
+    let location: PostgresLocation
+    let logger: Logger
+    private let size: Int
+    private let condition = NSCondition()
+    private var idle: [PostgresSession] = []
+    private var open = 0
+    private var nextID = 0
+    static let retries = 20
+
+    init(location: PostgresLocation, size: Int = 8) {
+        self.location = location
+        self.size = max(1, size)
+        var logger = Logger(label: "herald.postgres")
+        logger.logLevel = .error
+        self.logger = logger
+    }
+
+    deinit {
+        for session in idle { Self.close(session.connection) }
+    }
+
+    /// Lends a connection to `body`; a connection that broke is closed instead of returned.
+    func withSession<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        let session = try acquire()
+        defer { release(session) }
+        return try body(session)
+    }
+
+    @discardableResult
+    func write<T>(_ isolation: Isolation = .serializable, _ body: (PostgresSession) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try transaction(isolation, body)
+            } catch let failure as PostgresFailure where failure.isRetryable {
+                attempt += 1
+                guard attempt < Self.retries else {
+                    throw HeraldError(.unavailable, "ledger busy: \(failure.message) (gave up after \(attempt) tries)")
+                }
+                Thread.sleep(forTimeInterval: Double.random(in: 0.001...0.004) * Double(min(attempt, 10)))
+            }
+        }
+    }
+
+    @discardableResult
+    func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try transaction(.repeatableReadOnly, body)
+    }
+
+    private func transaction<T>(_ isolation: Isolation, _ body: (PostgresSession) throws -> T) throws -> T {
+        try withSession { session in
+            try session.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+            do {
+                let value = try body(session)
+                try session.execute("COMMIT")
+                return value
+            } catch {
+                if !session.isBroken { _ = try? session.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    private func acquire() throws -> PostgresSession {
+        condition.lock()
+        while true {
+            if let session = idle.popLast() {
+                condition.unlock()
+                if session.connection.isClosed {
+                    condition.lock()
+                    open -= 1
+                    continue
+                }
+                return session
+            }
+            if open < size {
+                open += 1
+                nextID += 1
+                let id = nextID
+                condition.unlock()
+                do {
+                    return try connect(id: id)
+                } catch {
+                    condition.lock()
+                    open -= 1
+                    condition.signal()
+                    condition.unlock()
+                    throw error
+                }
+            }
+            condition.wait()
+        }
+    }
+
+    private func release(_ session: PostgresSession) {
+        condition.lock()
+        if session.isBroken || session.connection.isClosed {
+            open -= 1
+            Self.close(session.connection)
+        } else {
+            idle.append(session)
+        }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Closes `connection` without waiting, keeping it alive until it is closed (postgres-nio requires a
+    /// connection be closed before it is released).
+    static func close(_ connection: PostgresConnection) {
+        let closed: EventLoopFuture<Void> = connection.close()
+        closed.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// The connection settings every connection of this pool uses.
+    var configuration: PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(10)
+        if let schema = location.schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        return configuration
+    }
+
+    /// Opens one connection.
+    /// - Throws: `UNAVAILABLE` while the server cannot be reached; `INVALID_CONFIGURATION` when it refuses the
+    ///   user, the password or the database.
+    func connect(id: Int) throws -> PostgresSession {
+        let configuration = self.configuration
+        do {
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
+            ).wait()
+            return PostgresSession(connection: connection, logger: logger)
+        } catch let error as PSQLError {
+            if error.code == .server, let info = error.serverInfo, let state = info[.sqlState] {
+                let message = info[.message] ?? "\(error)"
+                // 28: authentication; 3D000: no such database; 42501: no permission.
+                if state.hasPrefix("28") || state == "3D000" || state == "42501" {
+                    throw HeraldError(.invalidConfiguration, "database \(location): \(message)")
+                }
+                throw HeraldError(.unavailable, "ledger unavailable: \(location): \(message)")
+            }
+            if error.code == .authMechanismRequiresPassword {
+                throw HeraldError(.invalidConfiguration, "database \(location): the server wants a password; set HERALD_DATABASE_PASSWORD")
+            }
+            throw HeraldError(.unavailable, "ledger unavailable: \(location): \(error.code)")
+        } catch {
+            throw HeraldError(.unavailable, "ledger unavailable: \(location): \(error)")
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import HeraldCore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// An error the PostgreSQL server answered a statement with, with its SQLSTATE.
+public struct PostgresFailure: Error, CustomStringConvertible, Sendable {
+    public let sqlState: String
+    public let message: String
+    public let detail: String?
+    public let constraint: String?
+
+    /// 23505: a UNIQUE or PRIMARY KEY constraint refused the row.
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// 23503: a foreign key refused the row.
+    public var isForeignKeyViolation: Bool { sqlState == "23503" }
+    /// 40001 or 40P01: the transaction lost a race with another and may simply run again.
+    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+
+    public var description: String { "\(message) (SQLSTATE \(sqlState))" + (detail.map { ": \($0)" } ?? "") }
+
+    /// SQLSTATE classes of conditions that pass by themselves: a lost connection (08), too little disk, memory or
+    /// connections (53), the server shutting down or starting (57P01–57P03), a lock wait that timed out (55P03).
+    var isPassing: Bool {
+        sqlState.hasPrefix("08") || sqlState.hasPrefix("53") || ["57P01", "57P02", "57P03", "55P03", "57014"].contains(sqlState)
+    }
+}
+
+/// One connection lent by `PostgresPool`: runs statements and blocks its thread until each has answered.
+///
+/// Statements take `?` (in order), `?NNN` or `$NNN` (by position) and `:name` (named) placeholders, so the
+/// ledger's statements read as they do on SQLite; string literals and `::type` casts are left alone.
+public final class PostgresSession {
+    let connection: PostgresConnection
+    let logger: Logger
+    /// Set when the connection failed: the pool drops it instead of lending it again.
+    var isBroken = false
+
+    init(connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Runs one statement; returns how many rows it changed (or returned).
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: SQLArguments = []) throws -> Int {
+        try run(sql, arguments).metadata.rows ?? 0
+    }
+
+    public func fetchAll(_ sql: String, _ arguments: SQLArguments = []) throws -> [SQLRow] {
+        let result = try run(sql, arguments)
+        guard let first = result.rows.first else { return [] }
+        let columns = SQLColumns(first.map(\.columnName))
+        return try result.rows.map { row in SQLRow(values: try row.map(Self.value), columns: columns) }
+    }
+
+    public func fetchOne(_ sql: String, _ arguments: SQLArguments = []) throws -> SQLRow? {
+        try fetchAll(sql, arguments).first
+    }
+
+    /// The first column of the first row, or nil when there is no row or it is NULL.
+    public func fetchValue<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
+        -> Value?
+    {
+        guard let row = try fetchOne(sql, arguments) else { return nil }
+        return row[0]
+    }
+
+    /// The first column of every row (NULLs skipped).
+    public func fetchColumn<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
+        -> [Value]
+    {
+        try fetchAll(sql, arguments).compactMap { $0[0] as Value? }
+    }
+
+    /// Runs `body` in a savepoint: if it throws, only its own changes are undone and the error passes on.
+    public func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        try execute("SAVEPOINT herald_step")
+        do {
+            let value = try body()
+            try execute("RELEASE SAVEPOINT herald_step")
+            return value
+        } catch {
+            if !isBroken { _ = try? execute("ROLLBACK TO SAVEPOINT herald_step") }
+            throw error
+        }
+    }
+
+    private func run(_ sql: String, _ arguments: SQLArguments) throws -> PostgresQueryResult {
+        let (text, values) = try PostgresSQL.rewrite(sql, arguments)
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .null: bindings.appendNull()
+            case .int(let v): bindings.append(v)
+            case .double(let v): bindings.append(v)
+            case .text(let v): bindings.append(v)
+            case .bytes(let v): bindings.append(ByteBuffer(bytes: v))
+            case .bool(let v): bindings.append(v)
+            case .ints(let v): bindings.append(v)
+            case .texts(let v): bindings.append(v)
+            }
+        }
+        do {
+            return try connection.query(PostgresQuery(unsafeSQL: text, binds: bindings), logger: logger).wait()
+        } catch let error as PSQLError {
+            throw translate(error)
+        } catch {
+            isBroken = true
+            throw HeraldError(.unavailable, "ledger unavailable: \(error)")
+        }
+    }
+
+    func translate(_ error: PSQLError) -> any Error {
+        guard error.code == .server, let info = error.serverInfo else {
+            isBroken = true
+            return HeraldError(.unavailable, "ledger unavailable: \(error.code)")
+        }
+        let failure = PostgresFailure(
+            sqlState: info[.sqlState] ?? "XX000", message: info[.message] ?? "\(error)", detail: info[.detail],
+            constraint: info[.constraintName])
+        if failure.isPassing {
+            if failure.sqlState.hasPrefix("08") || failure.sqlState.hasPrefix("57P") { isBroken = true }
+            return HeraldError(.unavailable, "ledger unavailable: \(failure)")
+        }
+        return failure
+    }
+
+    static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .bool: return .bool(try cell.decode(Bool.self))
+        case .int2: return .int(Int64(try cell.decode(Int16.self)))
+        case .int4: return .int(Int64(try cell.decode(Int32.self)))
+        case .int8: return .int(try cell.decode(Int64.self))
+        case .float4: return .double(Double(try cell.decode(Float.self)))
+        case .float8: return .double(try cell.decode(Double.self))
+        case .numeric:
+            let decimal = try cell.decode(Decimal.self)
+            let double = NSDecimalNumber(decimal: decimal).doubleValue
+            if let integer = Int64(exactly: double) { return .int(integer) }
+            return .double(double)
+        case .bytea: return .bytes(Data(buffer: try cell.decode(ByteBuffer.self)))
+        case .int8Array: return .ints(try cell.decode([Int64].self))
+        case .textArray, .varcharArray: return .texts(try cell.decode([String].self))
+        default: return .text(try cell.decode(String.self))
+        }
+    }
+}
+
+/// Rewrites the ledger's placeholders into PostgreSQL's `$N`.
+enum PostgresSQL {
+    static func rewrite(_ sql: String, _ arguments: SQLArguments) throws -> (String, [SQLValue]) {
+        if arguments.isEmpty && !sql.contains("?") && !sql.contains(":") { return (sql, []) }
+        var output = ""
+        output.reserveCapacity(sql.utf8.count + 16)
+        var values: [SQLValue] = []
+        var namedIndex: [String: Int] = [:]
+        var nextPositional = 0
+        let characters = Array(sql.unicodeScalars)
+        var i = 0
+        func isIdentifier(_ c: Unicode.Scalar) -> Bool { c == "_" || CharacterSet.alphanumerics.contains(c) }
+        func positional(_ index: Int) throws -> Int {
+            guard index < arguments.positional.count else {
+                throw PostgresFailure(
+                    sqlState: "07001", message: "statement needs argument \(index + 1), has \(arguments.positional.count): \(sql)",
+                    detail: nil, constraint: nil)
+            }
+            // Positional arguments map to $1…$n as given, so `?2` and `$2` reuse the same parameter.
+            while values.count <= index { values.append(arguments.positional[values.count]) }
+            return index + 1
+        }
+        var usesPositional = false
+        while i < characters.count {
+            let c = characters[i]
+            if c == "'" || c == "\"" {
+                // A quoted literal or identifier, copied as it is ('' and "" escape themselves).
+                output.unicodeScalars.append(c)
+                i += 1
+                while i < characters.count {
+                    output.unicodeScalars.append(characters[i])
+                    if characters[i] == c { break }
+                    i += 1
+                }
+                i += 1
+                continue
+            }
+            if c == "-", i + 1 < characters.count, characters[i + 1] == "-" {
+                while i < characters.count, characters[i] != "\n" { i += 1 }
+                continue
+            }
+            if c == "?" || c == "$" {
+                var j = i + 1
+                var digits = ""
+                while j < characters.count, ("0"..."9").contains(characters[j]) {
+                    digits.unicodeScalars.append(characters[j])
+                    j += 1
+                }
+                if c == "?" || !digits.isEmpty {
+                    usesPositional = true
+                    let index: Int
+                    if let number = Int(digits) {
+                        index = number - 1
+                    } else {
+                        index = nextPositional
+                        nextPositional += 1
+                    }
+                    output += "$\(try positional(index))"
+                    i = j
+                    continue
+                }
+            }
+            if c == ":", i + 1 < characters.count, characters[i + 1] != ":", i == 0 || characters[i - 1] != ":",
+                isIdentifier(characters[i + 1]), !("0"..."9").contains(characters[i + 1])
+            {
+                var j = i + 1
+                var name = ""
+                while j < characters.count, isIdentifier(characters[j]) {
+                    name.unicodeScalars.append(characters[j])
+                    j += 1
+                }
+                guard let value = arguments.named[name] else {
+                    throw PostgresFailure(
+                        sqlState: "07001", message: "statement names :\(name), which its arguments lack: \(sql)", detail: nil, constraint: nil)
+                }
+                if usesPositional {
+                    throw PostgresFailure(
+                        sqlState: "07001", message: "statement mixes positional and named arguments: \(sql)", detail: nil, constraint: nil)
+                }
+                let number: Int
+                if let known = namedIndex[name] {
+                    number = known
+                } else {
+                    values.append(value)
+                    number = values.count
+                    namedIndex[name] = number
+                }
+                output += "$\(number)"
+                i = j
+                continue
+            }
+            output.unicodeScalars.append(c)
+            i += 1
+        }
+        return (output, values)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import HeraldCore
+
+extension PostgresStore {
+    /// Rows read per statement while streaming: the audit pages through one snapshot (the read transaction is
+    /// REPEATABLE READ) by id, so memory stays bounded however many rows match.
+    private static let auditPageSize = 1000
+
+    /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
+    public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
+        var conditions = PostgresConditions(table: "o", arguments: ["now": now.milliseconds])
+        conditions.email(filter.email)
+        conditions.campaign(filter.campaign)
+        conditions.kind(filter.kind)
+        conditions.queued(since: filter.since)
+        if let until = filter.until {
+            conditions.add("o.queued_at <= :until", ["until": until.milliseconds])
+        }
+        switch filter.status {
+        case .redeemed: conditions.add("redeemed_at IS NOT NULL")
+        case .unredeemed: conditions.add("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
+        case .expired: conditions.add("expired = 1")
+        case nil: break
+        }
+        let newestFirst = filter.newestFirst
+        let pageSize = Self.auditPageSize
+        // `expired` is 0/1 (never NULL) so that `expired = 1` reads as on SQLite, where a NULL was not 1 either.
+        func sql(_ conditions: PostgresConditions) -> String {
+            """
+            SELECT * FROM (
+                SELECT o.id, o.recipient, o.action, o.campaign_id, o.state, o.queued_at, o.sent_at, o.email,
+                    (SELECT a.reply_text FROM delivery_attempts a WHERE a.outbox_id = o.id AND a.outcome <> 'interrupted'
+                        ORDER BY a.id DESC LIMIT 1) AS smtp_reply,
+                    (SELECT MIN(e.at) FROM link_events e JOIN action_codes c ON c.id = e.code_id
+                        WHERE c.outbox_id = o.id AND e.kind = 'click') AS first_click_at,
+                    r.redeemed_at,
+                    (SELECT e.ip FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1) AS redeemed_ip,
+                    (SELECT e.user_agent FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1)
+                        AS redeemed_user_agent,
+                    EXISTS (SELECT 1 FROM action_codes c WHERE c.outbox_id = o.id AND c.superseded_at IS NOT NULL) AS superseded,
+                    f.received_at AS feedback_at,
+                    f.kind || COALESCE(' ' || f.status, '') || ': ' || COALESCE(f.diagnostic, '') AS feedback,
+                    CASE WHEN r.id IS NULL AND (o.state = 'expired' OR (o.sent_at IS NOT NULL AND (
+                        SELECT c.expires_at FROM action_codes c WHERE c.outbox_id = o.id ORDER BY c.id DESC LIMIT 1) <= :now))
+                        THEN 1 ELSE 0 END AS expired
+                FROM outbox o
+                LEFT JOIN action_codes r ON r.id = (
+                    SELECT c.id FROM action_codes c WHERE c.outbox_id = o.id AND c.redeemed_at IS NOT NULL ORDER BY c.redeemed_at LIMIT 1)
+                LEFT JOIN mail_feedback f ON f.id = (
+                    SELECT m.id FROM mail_feedback m WHERE m.outbox_id = o.id AND m.kind <> 'unsubscribe' ORDER BY m.id DESC LIMIT 1)
+            ) AS o
+            \(conditions.whereClause)
+            ORDER BY o.id\(newestFirst ? " DESC" : "") LIMIT \(pageSize)
+            """
+        }
+        try pool.read { db in
+            var after: Int64?
+            while true {
+                var page = conditions
+                if let after { page.add(newestFirst ? "o.id < :after" : "o.id > :after", ["after": after]) }
+                let rows = try db.fetchAll(sql(page), page.arguments)
+                for row in rows { try each(Self.auditRow(row)) }
+                guard rows.count == pageSize, let last = rows.last else { return }
+                after = last["id"] as Int64
+            }
+        }
+    }
+
+    private static func auditRow(_ row: SQLRow) -> AuditRow {
+        let queuedAt: Int64 = row["queued_at"]
+        let sentAt: Int64? = row["sent_at"]
+        let firstClickAt: Int64? = row["first_click_at"]
+        let redeemedAt: Int64? = row["redeemed_at"]
+        let feedbackAt: Int64? = row["feedback_at"]
+        let expired: Bool = row["expired"]
+        let superseded: Bool = row["superseded"]
+        return AuditRow(
+            id: row["id"], recipient: row["recipient"], action: row["action"], campaign: row["campaign_id"], state: row["state"],
+            queuedAt: Date(milliseconds: queuedAt), sentAt: sentAt.map(Date.init(milliseconds:)),
+            smtpReply: row["smtp_reply"], firstClickAt: firstClickAt.map(Date.init(milliseconds:)),
+            redeemedAt: redeemedAt.map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
+            redeemedUserAgent: row["redeemed_user_agent"], expired: expired, superseded: superseded,
+            feedbackAt: feedbackAt.map(Date.init(milliseconds:)), feedback: row["feedback"])
+    }
+
+    /// Streams the account events from `since` to `until`, oldest first, in bounded memory; with an email, only
+    /// those of the account that has it now (any case, as SQLite's `NOCASE` column compared).
+    public func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws {
+        var conditions: [String] = []
+        var arguments: SQLArguments = []
+        if let email {
+            conditions.append("lower(a.email) = lower(?)")
+            arguments.append(email)
+        }
+        if let since {
+            conditions.append("e.at >= ?")
+            arguments.append(since.milliseconds)
+        }
+        if let until {
+            conditions.append("e.at <= ?")
+            arguments.append(until.milliseconds)
+        }
+        let pageSize = Self.auditPageSize
+        try pool.read { db in
+            var after: Int64?
+            while true {
+                var page = conditions
+                var pageArguments = arguments
+                if let after {
+                    page.append("e.id > ?")
+                    pageArguments.append(after)
+                }
+                let sql = """
+                    SELECT e.*, a.email FROM account_events e LEFT JOIN accounts a ON a.uid = e.uid
+                    \(page.isEmpty ? "" : "WHERE " + page.joined(separator: " AND ")) ORDER BY e.id LIMIT \(pageSize)
+                    """
+                let rows = try db.fetchAll(sql, pageArguments)
+                for row in rows {
+                    let at: Int64 = row["at"]
+                    try each(
+                        AccountEventRow(
+                            id: row["id"], at: Date(milliseconds: at), uid: row["uid"], email: row["email"], kind: row["kind"],
+                            providerId: row["provider_id"], rawId: row["detail"], ip: row["ip"], userAgent: row["user_agent"]))
+                }
+                guard rows.count == pageSize, let last = rows.last else { return }
+                after = last["id"] as Int64
+            }
+        }
+    }
+}

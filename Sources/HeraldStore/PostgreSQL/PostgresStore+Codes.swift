@@ -1,0 +1,82 @@
+import Foundation
+import HeraldCore
+
+extension PostgresStore {
+    public func mintCode(
+        _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
+    ) throws -> ActionCode {
+        let code = ActionCode.generate()
+        let at = now.milliseconds
+        let expiresAt = at + Int64(lifetime * 1000)
+        try pool.write { db in
+            _ = try db.execute(
+                """
+                INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
+                VALUES (?, NULL, ?, ?, ?, ?, ?, ?)
+                """,
+                [Data(code.hash), kind.rawValue, email, newEmail, continueURL, at, expiresAt])
+        }
+        return code
+    }
+
+    public func code(_ plaintext: String) throws -> CodeRecord? {
+        try pool.read { db in try Self.code(db, plaintext) }
+    }
+
+    /// The code with the campaign of the email that carried it.
+    static func code(_ db: PostgresSession, _ plaintext: String) throws -> CodeRecord? {
+        try db.fetchOne(
+            """
+            SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
+            """, [Data(ActionCode.hash(plaintext))]
+        ).flatMap(PostgresRecords.code)
+    }
+
+    /// Records a use of a real code as a `link_events` row; a code that does not exist adds one to its visitor's
+    /// network's hourly `unknown-code` counter instead (or nothing, past the visitor's limit), so scanning grows nothing.
+    public func recordLinkEvent(codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, now: Date) throws {
+        guard codeID != nil else {
+            guard visitor.countsUnknownCodes else { return }
+            let key = visitor.ip.map(IPNetwork.ledgerKey) ?? ""
+            try addAbuseCounts([AbuseCount(counter: "unknown-code", key: key, hour: now, count: 1)])
+            return
+        }
+        let at = now.milliseconds
+        try pool.write { db in
+            let recorded = try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: at)
+            // A click past the per-code bound is not kept, and is no event either.
+            if kind == .click, recorded, let codeID { try emitWebhook(db, .clicked, codeID: codeID, at: at, extra: Self.visitorJSON(visitor)) }
+        }
+    }
+
+    /// Who used a link, for a webhook payload's `visitor`.
+    static func visitorJSON(_ visitor: Visitor) -> String {
+        extraJSON("visitor", ["ip": visitor.ip, "userAgent": visitor.userAgent.map { String($0.prefix(512)) }])
+    }
+
+    /// The most clicks and rejections one code keeps as rows: enough for the audit (scanners, the person, a
+    /// retry), and a bound on what anyone holding one real code can add by reloading its page.
+    static let eventsPerCode = 20
+
+    /// Inserts a link event; false when the code's bound kept it out.
+    @discardableResult
+    static func insertEvent(_ db: PostgresSession, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws
+        -> Bool
+    {
+        let userAgent = visitor.userAgent.map { String($0.prefix(512)) }
+        let arguments: SQLArguments = [codeID, kind.rawValue, at, visitor.ip, userAgent, detail]
+        guard kind != .redeemed, let codeID else {
+            try db.execute("INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)", arguments)
+            return true
+        }
+        // Casts: in `INSERT … SELECT` a NULL argument's type is not taken from the target column.
+        let inserted = try db.execute(
+            """
+            INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail)
+            SELECT ?::bigint, ?::text, ?::bigint, ?::text, ?::text, ?::text
+            WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM link_events WHERE code_id = ? AND kind <> 'redeemed' LIMIT ?) AS kept) < ?
+            """,
+            arguments + [codeID, Self.eventsPerCode, Self.eventsPerCode])
+        return inserted > 0
+    }
+}

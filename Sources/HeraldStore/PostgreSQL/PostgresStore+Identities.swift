@@ -1,0 +1,110 @@
+import Foundation
+import HeraldCore
+
+extension PostgresStore {
+    public func signIn(with identity: FederatedIdentity, linking: String?, trusted: Bool, visitor: Visitor, now: Date) throws
+        -> IdpOutcome
+    {
+        // The whole decision runs again, from fresh reads, if the transaction loses a race (no side effects here).
+        try writeDurably { db in
+            let holderUID = try db.fetchValue(
+                "SELECT uid FROM federated_identities WHERE provider_id = ? AND raw_id = ?",
+                [identity.providerId, identity.rawId], as: String.self)
+            let holder = try holderUID.flatMap { try Self.account(db, uid: $0) }
+            var linked: Account?
+            if let linking {
+                guard let account = try Self.account(db, uid: linking) else { throw HeraldError(.userNotFound, "") }
+                linked = account
+            }
+            let byEmail = try identity.email.flatMap { try Self.account(db, email: $0) }
+            let decision = try IdpDecision.decide(identity, holder: holder, linking: linked, byEmail: byEmail, trusted: trusted)
+            // Each decision names an account the lookups above found; `decide` never names another.
+            let candidates = [holder, linked, byEmail].compactMap { $0 }
+            func found(_ uid: String) throws -> Account {
+                guard let account = candidates.first(where: { $0.uid == uid }) else { throw HeraldError(.userNotFound, "") }
+                return account
+            }
+            var account: Account
+            switch decision {
+            case .signIn(let uid):
+                account = try found(uid)
+                try Self.refresh(db, identity, uid: uid)
+            case .create:
+                account = Account.created(from: identity, now: now)
+                try Self.insert(db, account)
+                try Self.insertIdentity(db, identity, uid: account.uid, now: now)
+            case .link(let uid), .takeOver(let uid):
+                account = try found(uid)
+                if case .takeOver = decision { account.takeOver(by: identity, now: now) } else { account.link(identity, now: now) }
+                try Self.update(db, account, now: now)
+                try Self.insertIdentity(db, identity, uid: account.uid, now: now)
+            case .needConfirmation(let uid):
+                account = try found(uid)
+            }
+            let outcome = IdpOutcome(decision: decision, account: account)
+            try db.execute(
+                "INSERT INTO account_events (uid, kind, provider_id, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    account.uid, outcome.eventKind, identity.providerId, now.milliseconds, visitor.ip,
+                    visitor.userAgent.map { String($0.prefix(512)) }, identity.rawId,
+                ])
+            return outcome
+        }
+    }
+
+    public func identities(uid: String) throws -> [FederatedIdentity] {
+        try pool.read { db in
+            // COLLATE "C": ties ordered bytewise, as SQLite's BINARY collation orders them.
+            try db.fetchAll(
+                "SELECT * FROM federated_identities WHERE uid = ? ORDER BY linked_at, provider_id COLLATE \"C\"", [uid]
+            ).map(Self.identity)
+        }
+    }
+
+    public func identities(provider: String, limit: Int) throws -> [FederatedIdentity] {
+        try pool.read { db in
+            try db.fetchAll(
+                "SELECT * FROM federated_identities WHERE provider_id = ? ORDER BY linked_at DESC, raw_id COLLATE \"C\" LIMIT ?",
+                [provider, limit]
+            ).map(Self.identity)
+        }
+    }
+
+    private static func identity(_ row: SQLRow) -> FederatedIdentity {
+        FederatedIdentity(
+            providerId: row["provider_id"], rawId: row["raw_id"], email: row["email"], emailVerified: row["email_verified"],
+            displayName: row["display_name"], photoURL: row["photo_url"], screenName: row["screen_name"])
+    }
+
+    static func insertIdentity(_ db: PostgresSession, _ identity: FederatedIdentity, uid: String, now: Date) throws {
+        do {
+            try db.execute(
+                """
+                INSERT INTO federated_identities (provider_id, raw_id, uid, email, email_verified, display_name, photo_url,
+                                                  screen_name, linked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    identity.providerId, identity.rawId, uid, identity.email, identity.emailVerified, identity.displayName,
+                    identity.photoURL, identity.screenName, now.milliseconds,
+                ])
+        } catch let failure as PostgresFailure where failure.isUniqueViolation && failure.constraint == "federated_identities_pkey" {
+            // `signIn` looked the identity up first and found it unlinked: another transaction linked it since this
+            // one's snapshot. Run again (as SQLite's single writer would have, after it): the lookup then finds it.
+            throw Self.accountKeyRace(failure)
+        }
+    }
+
+    /// What the provider says of its user now (a new name, photo or address) replaces what was kept.
+    static func refresh(_ db: PostgresSession, _ identity: FederatedIdentity, uid: String) throws {
+        try db.execute(
+            """
+            UPDATE federated_identities SET email = ?, email_verified = ?, display_name = ?, photo_url = ?, screen_name = ?
+            WHERE provider_id = ? AND raw_id = ? AND uid = ?
+            """,
+            [
+                identity.email, identity.emailVerified, identity.displayName, identity.photoURL, identity.screenName,
+                identity.providerId, identity.rawId, uid,
+            ])
+    }
+}

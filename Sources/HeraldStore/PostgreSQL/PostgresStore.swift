@@ -1,0 +1,42 @@
+import Foundation
+import HeraldCore
+
+/// The ledger on PostgreSQL, for many `herald worker` and `herald serve` processes on many hosts, behind the same
+/// `HeraldStore` protocols as `SQLiteStore`.
+///
+/// Every operation is one transaction on a pooled connection and blocks its caller, as SQLite's do. Writes are
+/// SERIALIZABLE and run again when they lose a race; the worker's claim is READ COMMITTED with
+/// `FOR UPDATE SKIP LOCKED`, so workers on other hosts take different rows without waiting for each other.
+///
+/// ```swift
+/// let store = try PostgresStore(location: PostgresLocation(url: "postgres://herald@db.internal/herald"))
+/// ```
+public final class PostgresStore: HeraldStore {
+    let pool: PostgresPool
+    /// The endpoints each state change writes a webhook delivery for.
+    let webhooks: WebhookRouting
+
+    /// Connects to the ledger at `location` and applies pending migrations.
+    ///
+    /// - Throws: `UNAVAILABLE` while the server cannot be reached; `INVALID_CONFIGURATION` when it refuses the
+    ///   credentials or the database does not exist.
+    public init(location: PostgresLocation, poolSize: Int = 8, webhooks: WebhookRouting = .none) throws {
+        self.webhooks = webhooks
+        pool = PostgresPool(location: location, size: poolSize)
+        do {
+            try PostgresMigrations.migrate(pool)
+        } catch let failure as PostgresFailure {
+            throw HeraldError(.invalidConfiguration, "database \(location): \(failure)")
+        }
+    }
+
+    /// Writes in one transaction; PostgreSQL's commit is durable (`synchronous_commit`), and concurrent commits
+    /// share the WAL flush on their own, so the SQLite store's group commit has no counterpart here.
+    @discardableResult
+    func writeDurably<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.write(.serializable, body)
+    }
+
+    /// Nothing to do: PostgreSQL checkpoints on its own.
+    public func checkpoint() throws {}
+}

@@ -1,0 +1,58 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+import Testing
+
+@testable import HeraldStore
+
+/// `herald migrate --from sqlite:PATH`: a SQLite ledger copied into PostgreSQL, ids and all, and the
+/// PostgreSQL-only pieces (shared rate slots).
+@Suite(.enabled(if: StoreKind.allCases.contains(.postgres), "needs HERALD_TEST_POSTGRES"))
+struct PostgresCopyTests {
+    let scratch = ScratchDirectory()
+
+    @Test func aSQLiteLedgerIsCopiedWithItsIDsAndNewRowsContinueAfterThem() throws {
+        let sqlite = try SQLiteStore(path: scratch.path("old.sqlite"))
+        let now = Date()
+        try sqlite.createAccount(Fixture.account("grace@example.com", verified: true, now: now))
+        var ids: [Int64] = []
+        for index in 0..<5 { ids.append(try sqlite.enqueue(Fixture.request(.verifyEmail, "u\(index)@example.com"), messageDomain: "x.test")) }
+        let claimed = try sqlite.claim(Fixture.policy(), now: Date())
+        #expect(claimed.count == 5)
+        try sqlite.record(claimed.map { ($0, Fixture.sent(at: now)) }, policy: Fixture.policy())
+        let code = try sqlite.mintCode(.resetPassword, email: "grace@example.com", newEmail: nil, continueURL: nil, lifetime: 3600, now: now)
+
+        let postgres = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "copy") as? PostgresStore)
+        let report = try postgres.copy(fromSQLite: scratch.path("old.sqlite"))
+        let rows = Dictionary(uniqueKeysWithValues: report.tables.map { ($0.name, $0.rows) })
+        #expect(rows["outbox"] == 5)
+        #expect(rows["accounts"] == 1)
+        #expect(rows["delivery_attempts"] == 5)
+        #expect(rows["action_codes"] == 6)
+
+        #expect(try postgres.messages().map(\.id) == ids)
+        #expect(try postgres.messages().allSatisfy { $0.state == .sent })
+        #expect(try postgres.attempts(outboxID: ids[0]).map(\.replyCode) == [250])
+        #expect(try postgres.account(email: "GRACE@example.com")?.emailVerified == true)
+        #expect(try postgres.code(code.plaintext)?.kind == .resetPassword)
+        let next = try postgres.enqueue(Fixture.request(.verifyEmail, "new@example.com"), messageDomain: "x.test")
+        #expect(next > ids.max() ?? 0)
+
+        // A second copy would duplicate the ledger: refused, nothing written.
+        let error = #expect(throws: HeraldError.self) { try postgres.copy(fromSQLite: scratch.path("old.sqlite")) }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(try postgres.messages().count == 6)
+    }
+
+    @Test func rateSlotsFromTwoStoresInterleaveWithoutOverlap() throws {
+        let first = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "slots") as? PostgresStore)
+        let second = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "slots") as? PostgresStore)
+        let now = Date(milliseconds: Date().milliseconds)
+        let a = try first.reserveSendSlots(10, interval: 0.01, key: "k", now: now)
+        let b = try second.reserveSendSlots(10, interval: 0.01, key: "k", now: now)
+        let c = try first.reserveSendSlots(1, interval: 0.01, key: "other", now: now)
+        #expect(a.milliseconds == now.milliseconds)
+        #expect(b.milliseconds == now.milliseconds + 100, "the second block starts where the first ends")
+        #expect(c.milliseconds == now.milliseconds, "keys are independent")
+    }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs a command beside a throwaway PostgreSQL cluster: initdb into a temporary directory as an unprivileged user,
+# pg_ctl on a free loopback port, and the cluster stopped and deleted when the command ends, whatever its outcome.
+# The command finds the cluster in HERALD_TEST_POSTGRES (postgres://herald@127.0.0.1:PORT/herald, no password).
+# Usage: scripts/with-postgres.sh COMMAND [ARGS…]
+set -euo pipefail
+
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$bin/initdb" ] || { echo "with-postgres: no PostgreSQL server found (scripts/install-deps.sh installs postgresql-15)" >&2; exit 1; }
+
+# initdb refuses to run as root: the cluster belongs to Debian's postgres user (or a user made for it).
+owner=$(id -un)
+if [ "$(id -u)" -eq 0 ]; then
+  owner=postgres
+  id "$owner" >/dev/null 2>&1 || useradd --system --no-create-home herald-postgres 2>/dev/null || true
+  id "$owner" >/dev/null 2>&1 || owner=herald-postgres
+fi
+as_owner() { if [ "$owner" = "$(id -un)" ]; then "$@"; else runuser -u "$owner" -- "$@"; fi; }
+
+dir=$(mktemp -d /tmp/herald-postgres.XXXXXX)
+chown "$owner" "$dir"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+cleanup() {
+  as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+as_owner "$bin/initdb" -D "$dir/data" -U herald --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+  || { cat "$dir/initdb.log" >&2; exit 1; }
+# Durability is not under test here (fsync off); many test processes connect at once (max_connections).
+as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+  -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=128MB" \
+  start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U herald herald
+
+export HERALD_TEST_POSTGRES="postgres://herald@127.0.0.1:$port/herald"
+echo "with-postgres: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
+set +e
+"$@"
+status=$?
+exit $status
