@@ -18,7 +18,7 @@ test: deps build
 
 test-run:
 	$(SWIFT) test --skip-build
-	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console
+	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console Tests/postgres
 
 ## Debian packages (libcurl4-openssl-dev, …) and Python test tools, installed only when missing.
 deps:
@@ -29,12 +29,12 @@ build:
 	$(SWIFT) build --build-tests
 
 ## Throughput at 1 and 4 connections against Postfix's smtp-sink, beside smtp-source (rates, CPU per message,
-## peak RSS, import speed), then the front door's memory under
+## peak RSS, import speed), 1 and 3 workers on a PostgreSQL ledger (a throwaway cluster with fsync on), then the front door's memory under
 ## 15,000 hostile requests of each shape (scripts/soak-headers.py); not a test.
 bench:
 	scripts/install-deps.sh bench
 	$(SWIFT) build -c release --product herald
-	$(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
+	HERALD_POSTGRES_DURABLE=1 scripts/with-postgres.sh $(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
 	$(PYTHON) scripts/soak-headers.py --herald .build/release/herald --count 15000
 
 format:

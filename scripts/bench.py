@@ -11,6 +11,9 @@ from wait4 as /usr/bin/time reports it) and its peak RSS, then
 (d) drives `accounts:sendOobCode` on `herald serve` (its embedded worker draining into the same
     smtp-sink) with wrk and scripts/bench-sendoobcode.lua: a closed loop for the maximum, then a
     load paced at --api-rate requests/s, and prints the rates and latency percentiles.
+(e) With a PostgreSQL server (HERALD_TEST_POSTGRES, as `make bench` starts one with fsync on), queues N emails
+    into a PostgreSQL ledger and drains them with 1 and with 3 `herald worker` processes at once (--pg-workers),
+    beside the SQLite rows of (b).
 Each side of (a)/(b) runs --runs times; medians are reported. Not a test: nothing here asserts.
 """
 from __future__ import annotations
@@ -155,6 +158,43 @@ def bench_api(herald: str, base_env: dict, work: Path, rate: float, seconds: flo
     ]
 
 
+def psql(url: str, schema: str, sql: str) -> str:
+    out = subprocess.run(["psql", url, "-Atqc", f"SET search_path = {schema}; {sql}"], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def bench_postgres(herald: str, base_env: dict, url: str, recipients: Path, n: int, workers_list: list[int],
+                   connections: int) -> list[str]:
+    """Queues n emails into a fresh PostgreSQL schema, then drains them with W workers started together."""
+    lines = []
+    for workers in workers_list:
+        schema = f"bench_{os.getpid()}_{workers}"
+        env = {**base_env, "HERALD_DATABASE_URL": f"{url}?schema={schema}"}
+        queue_seconds = run_measured([herald, "send", "verify-email", "--recipients", str(recipients),
+                                      "--continue-url", "https://localhost/welcome"], env=env)
+        started = time.monotonic()
+        processes = [subprocess.Popen([herald, "worker", "--until-empty", "--concurrency", str(connections)], env=env,
+                                      stdout=subprocess.DEVNULL) for _ in range(workers)]
+        cpu = 0.0
+        for process in processes:
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            cpu += usage.ru_utime + usage.ru_stime
+            if process.returncode != 0:
+                sys.exit(f"bench: a PostgreSQL worker exited {process.returncode}")
+        seconds = time.monotonic() - started
+        sent = int(psql(url, schema, "SELECT COUNT(*) FROM outbox WHERE state = 'sent'"))
+        attempts = int(psql(url, schema, "SELECT COUNT(*) FROM delivery_attempts WHERE outcome = 'sent'"))
+        if sent != n or attempts < n:
+            sys.exit(f"bench: PostgreSQL ledger shows {sent} sent rows and {attempts} sent attempts, expected {n}")
+        psql(url, "public", f"DROP SCHEMA {schema} CASCADE")
+        lines.append(f"PostgreSQL, {workers} worker(s) x {connections} connection(s): herald {n / seconds:,.0f} msg/s "
+                     f"(ledger: {sent} sent, {attempts - sent} duplicate attempts) | queue {n / queue_seconds:,.0f} msg/s | "
+                     f"worker CPU {cpu / n * 1e6:.0f} µs/msg")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
@@ -164,6 +204,8 @@ def main() -> None:
     parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
     parser.add_argument("--api-rate", type=float, default=2000, help="paced sendOobCode requests/s (0 skips the API benchmark)")
     parser.add_argument("--api-seconds", type=float, default=15, help="length of each measured wrk run")
+    parser.add_argument("--pg-workers", type=int, nargs="*", default=[1, 3],
+                        help="worker processes draining a PostgreSQL ledger together (needs HERALD_TEST_POSTGRES)")
     parser.add_argument("--dkim", choices=["off", "rsa", "both"], default="off",
                         help="sign every message: rsa-sha256 (2048 bits), or rsa-sha256 and ed25519-sha256")
     args = parser.parse_args()
@@ -248,6 +290,12 @@ def main() -> None:
                            f"(target >= 150,000), peak RSS {peak / 1024:.1f} MiB")
 
         api_lines = bench_api(args.herald, base_env, work, args.api_rate, args.api_seconds) if args.api_rate else []
+        postgres_url = os.environ.get("HERALD_TEST_POSTGRES")
+        postgres_lines = []
+        if postgres_url and args.pg_workers:
+            postgres_lines = bench_postgres(args.herald, base_env, postgres_url, recipients, args.n, args.pg_workers, 1)
+        elif args.pg_workers:
+            postgres_lines = ["PostgreSQL: skipped (no HERALD_TEST_POSTGRES; `make bench` starts a cluster)"]
 
         print()
         signing = {"off": "unsigned", "rsa": "DKIM rsa-sha256", "both": "DKIM rsa-sha256 + ed25519-sha256"}[args.dkim]
@@ -262,6 +310,8 @@ def main() -> None:
         if import_line:
             print(import_line)
         for line in api_lines:
+            print(line)
+        for line in postgres_lines:
             print(line)
     finally:
         sink.terminate()

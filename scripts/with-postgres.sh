@@ -2,7 +2,7 @@
 # Runs a command beside a throwaway PostgreSQL cluster: initdb into a temporary directory as an unprivileged user,
 # pg_ctl on a free loopback port, and the cluster stopped and deleted when the command ends, whatever its outcome.
 # The command finds the cluster in HERALD_TEST_POSTGRES (postgres://herald@127.0.0.1:PORT/herald, no password).
-# Usage: scripts/with-postgres.sh COMMAND [ARGS…]
+# HERALD_POSTGRES_DURABLE=1 keeps fsync on (the benchmark). Usage: scripts/with-postgres.sh COMMAND [ARGS…]
 set -euo pipefail
 
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -29,9 +29,12 @@ trap cleanup EXIT
 
 as_owner "$bin/initdb" -D "$dir/data" -U herald --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 1; }
-# Durability is not under test here (fsync off); many test processes connect at once (max_connections).
+# Tests do not test durability (fsync off); the benchmark does (HERALD_POSTGRES_DURABLE=1 keeps PostgreSQL's defaults).
+# Many test processes connect at once (max_connections).
+durability="-c fsync=off -c full_page_writes=off"
+[ "${HERALD_POSTGRES_DURABLE:-0}" = 1 ] && durability=""
 as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=128MB" \
+  -o "-h 127.0.0.1 -p $port -k $dir $durability -c max_connections=400 -c shared_buffers=128MB" \
   start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
 as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U herald herald
 

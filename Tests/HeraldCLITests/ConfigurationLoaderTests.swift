@@ -115,8 +115,18 @@ import Testing
 
     @Test func unknownKeyWithNoNearMatchGetsNoSuggestion() async {
         #expect(await problem("colour: blue") == "INVALID_CONFIGURATION : colour: unknown configuration key")
-        let database = await problem("database: {url: 'sqlite:x'}")
-        #expect(database == "INVALID_CONFIGURATION : database.url: unknown configuration key")
+        let database = await problem("database: {engine: 'sqlite'}")
+        #expect(database == "INVALID_CONFIGURATION : database.engine: unknown configuration key")
+    }
+
+    @Test func databaseURLNamesPostgreSQLOrSQLiteAndNothingElse() async {
+        let message = await problem("database: {url: 'mysql://h/x'}")
+        #expect(message == "INVALID_CONFIGURATION : database.url: expected postgres://user@host:port/database or sqlite:PATH")
+        #expect(await problem("database: {url: 'sqlite:'}") == "INVALID_CONFIGURATION : database.url: sqlite: names no file")
+        let sqlite = try? await load("database: {url: 'sqlite:var/other.sqlite'}", environment: [:])
+        #expect(sqlite?.database.path == "var/other.sqlite" && sqlite?.database.url == "")
+        let postgres = try? await load("database: {url: 'postgres://herald@db:5432/herald', poolSize: 4}", environment: [:])
+        #expect(postgres?.database.url == "postgres://herald@db:5432/herald" && postgres?.database.poolSize == 4)
     }
 
     @Test func keysOfAnUnknownSectionAreReported() async {

@@ -44,6 +44,44 @@ struct PostgresCopyTests {
         #expect(try postgres.messages().count == 6)
     }
 
+    @Test func mailQueuedThroughOneStoreWakesTheListenersOfAnother() async throws {
+        let listener = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "notify") as? PostgresStore)
+        let queuer = try StoreKind.postgres.makeStore(in: scratch, name: "notify")
+        let signal = QueueSignal()
+        let wakes = Counter()
+        _ = signal.observe { wakes.add() }
+        let relay = listener.relayQueueNotifications(to: signal)
+        defer { relay.cancel() }
+        // The relay signals once when it starts listening.
+        try await Self.waitUntil { wakes.value >= 1 }
+        let before = wakes.value
+        try queuer.enqueue(Fixture.request(.verifyEmail, "wake@example.com"), messageDomain: Fixture.messageDomain)
+        try await Self.waitUntil { wakes.value > before }
+        let afterOne = wakes.value
+        _ = try queuer.enqueue(
+            (1...50).map { try Fixture.request(.verifyEmail, "bulk\($0)@example.com") }, messageDomain: Fixture.messageDomain, batchSize: 50,
+            now: Date())
+        try await Self.waitUntil { wakes.value > afterOne }
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func add() { lock.withLock { count += 1 } }
+        var value: Int { lock.withLock { count } }
+    }
+
+    static func waitUntil(_ condition: () -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() {
+            guard Date() < deadline else {
+                Issue.record("not within 10 s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     @Test func rateSlotsFromTwoStoresInterleaveWithoutOverlap() throws {
         let first = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "slots") as? PostgresStore)
         let second = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "slots") as? PostgresStore)

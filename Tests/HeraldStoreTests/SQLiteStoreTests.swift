@@ -49,7 +49,7 @@ import Testing
     @Test func lookupsByAddressFindEveryKindOfRowThroughAnIndex() throws {
         let plan = try store.read { db in
             try Row.fetchAll(
-                db, sql: "EXPLAIN QUERY PLAN SELECT * FROM outbox WHERE " + SQLiteStore.addressed(to: ":email"), arguments: ["email": "a"]
+                db, sql: "EXPLAIN QUERY PLAN SELECT * FROM outbox WHERE " + OutboxConditions.addressed(to: ":email"), arguments: ["email": "a"]
             )
             .map { $0["detail"] as String }
         }

@@ -21,8 +21,8 @@ extension PostgresStore {
                 WHERE lower(email) IN (SELECT lower(listed) FROM unnest(?::text[]) AS listed)
                 """, [emails])
             for row in rows {
-                standings[(row["email"] as String).lowercased()] = AccountStanding(
-                    disabled: row["disabled"], emailVerified: row["email_verified"], displayName: row["display_name"])
+                let (email, standing) = Records.standing(row)
+                standings[email] = standing
             }
             return standings
         }
@@ -69,11 +69,7 @@ extension PostgresStore {
 
     public func refreshToken(hash: [UInt8]) throws -> RefreshTokenRecord? {
         try pool.read { db in
-            try db.fetchOne("SELECT * FROM refresh_tokens WHERE token_hash = ?", [Data(hash)]).map { row in
-                RefreshTokenRecord(
-                    hash: hash, uid: row["uid"], provider: row["provider"], issuedAt: Date(milliseconds: row["issued_at"]),
-                    revoked: (row["revoked"] as String?).flatMap(HeraldError.Code.init(rawValue:)))
-            }
+            try db.fetchOne("SELECT * FROM refresh_tokens WHERE token_hash = ?", [Data(hash)]).map { Records.refreshToken($0, hash: hash) }
         }
     }
 
@@ -81,19 +77,19 @@ extension PostgresStore {
         try pool.read { db in
             // COLLATE "C": ties ordered bytewise, as SQLite's BINARY collation orders them.
             try db.fetchAll("SELECT * FROM accounts ORDER BY created_at, uid COLLATE \"C\"" + (limit.map { " LIMIT \($0)" } ?? ""))
-                .map(PostgresRecords.account)
+                .map(Records.account)
         }
     }
 
     // MARK: - Inside transactions
 
     static func account(_ db: PostgresSession, uid: String) throws -> Account? {
-        try db.fetchOne("SELECT * FROM accounts WHERE uid = ?", [uid]).map(PostgresRecords.account)
+        try db.fetchOne("SELECT * FROM accounts WHERE uid = ?", [uid]).map(Records.account)
     }
 
     /// Case-insensitive, as SQLite's `COLLATE NOCASE` column was (the unique index is on `lower(email)`).
     static func account(_ db: PostgresSession, email: String) throws -> Account? {
-        try db.fetchOne("SELECT * FROM accounts WHERE lower(email) = lower(?)", [email]).map(PostgresRecords.account)
+        try db.fetchOne("SELECT * FROM accounts WHERE lower(email) = lower(?)", [email]).map(Records.account)
     }
 
     /// - Throws: `EMAIL_EXISTS`, `DUPLICATE_LOCAL_ID`.
@@ -111,7 +107,7 @@ extension PostgresStore {
                                       valid_since, created_at, last_login_at, providers, photo_url, initial_email)
                 VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
                         :valid_since, :created_at, :last_login_at, :providers, :photo_url, :initial_email)
-                """, PostgresRecords.arguments(account))
+                """, SQLArguments(named: Records.values(account)))
         } catch let failure as PostgresFailure where failure.isUniqueViolation {
             throw Self.accountKeyRace(failure)
         }
@@ -131,7 +127,7 @@ extension PostgresStore {
                     valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers,
                     photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
-                """, PostgresRecords.arguments(account))
+                """, SQLArguments(named: Records.values(account)))
         } catch let failure as PostgresFailure where failure.isUniqueViolation {
             throw Self.accountKeyRace(failure)
         }

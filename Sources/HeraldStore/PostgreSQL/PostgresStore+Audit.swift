@@ -8,24 +8,11 @@ extension PostgresStore {
 
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
-        var conditions = PostgresConditions(table: "o", arguments: ["now": now.milliseconds])
-        conditions.email(filter.email)
-        conditions.campaign(filter.campaign)
-        conditions.kind(filter.kind)
-        conditions.queued(since: filter.since)
-        if let until = filter.until {
-            conditions.add("o.queued_at <= :until", ["until": until.milliseconds])
-        }
-        switch filter.status {
-        case .redeemed: conditions.add("redeemed_at IS NOT NULL")
-        case .unredeemed: conditions.add("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
-        case .expired: conditions.add("expired = 1")
-        case nil: break
-        }
+        let conditions = OutboxConditions.audit(filter, now: now)
         let newestFirst = filter.newestFirst
         let pageSize = Self.auditPageSize
         // `expired` is 0/1 (never NULL) so that `expired = 1` reads as on SQLite, where a NULL was not 1 either.
-        func sql(_ conditions: PostgresConditions) -> String {
+        func sql(_ conditions: OutboxConditions) -> String {
             """
             SELECT * FROM (
                 SELECT o.id, o.recipient, o.action, o.campaign_id, o.state, o.queued_at, o.sent_at, o.email,
@@ -58,29 +45,12 @@ extension PostgresStore {
             while true {
                 var page = conditions
                 if let after { page.add(newestFirst ? "o.id < :after" : "o.id > :after", ["after": after]) }
-                let rows = try db.fetchAll(sql(page), page.arguments)
-                for row in rows { try each(Self.auditRow(row)) }
+                let rows = try db.fetchAll(sql(page), page.sqlArguments)
+                for row in rows { try each(Records.audit(row)) }
                 guard rows.count == pageSize, let last = rows.last else { return }
                 after = last["id"] as Int64
             }
         }
-    }
-
-    private static func auditRow(_ row: SQLRow) -> AuditRow {
-        let queuedAt: Int64 = row["queued_at"]
-        let sentAt: Int64? = row["sent_at"]
-        let firstClickAt: Int64? = row["first_click_at"]
-        let redeemedAt: Int64? = row["redeemed_at"]
-        let feedbackAt: Int64? = row["feedback_at"]
-        let expired: Bool = row["expired"]
-        let superseded: Bool = row["superseded"]
-        return AuditRow(
-            id: row["id"], recipient: row["recipient"], action: row["action"], campaign: row["campaign_id"], state: row["state"],
-            queuedAt: Date(milliseconds: queuedAt), sentAt: sentAt.map(Date.init(milliseconds:)),
-            smtpReply: row["smtp_reply"], firstClickAt: firstClickAt.map(Date.init(milliseconds:)),
-            redeemedAt: redeemedAt.map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
-            redeemedUserAgent: row["redeemed_user_agent"], expired: expired, superseded: superseded,
-            feedbackAt: feedbackAt.map(Date.init(milliseconds:)), feedback: row["feedback"])
     }
 
     /// Streams the account events from `since` to `until`, oldest first, in bounded memory; with an email, only
@@ -115,13 +85,7 @@ extension PostgresStore {
                     \(page.isEmpty ? "" : "WHERE " + page.joined(separator: " AND ")) ORDER BY e.id LIMIT \(pageSize)
                     """
                 let rows = try db.fetchAll(sql, pageArguments)
-                for row in rows {
-                    let at: Int64 = row["at"]
-                    try each(
-                        AccountEventRow(
-                            id: row["id"], at: Date(milliseconds: at), uid: row["uid"], email: row["email"], kind: row["kind"],
-                            providerId: row["provider_id"], rawId: row["detail"], ip: row["ip"], userAgent: row["user_agent"]))
-                }
+                for row in rows { try each(Records.accountEvent(row)) }
                 guard rows.count == pageSize, let last = rows.last else { return }
                 after = last["id"] as Int64
             }

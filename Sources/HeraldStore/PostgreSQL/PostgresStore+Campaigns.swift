@@ -12,7 +12,7 @@ extension PostgresStore {
         let settingsJSON = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
         return try pool.write { db in
             if let row = try db.fetchOne("SELECT * FROM campaigns WHERE name = ?", [name]) {
-                let existing = try PostgresRecords.campaign(row)
+                let existing = try Records.campaign(row)
                 guard existing.kind == kind else {
                     throw HeraldError(.argumentError, "campaign '\(name)' already exists for \(existing.kind.rawValue)")
                 }
@@ -34,7 +34,7 @@ extension PostgresStore {
             else {
                 throw HeraldError(.notFound, "campaign '\(name)' was not created")
             }
-            return try PostgresRecords.campaign(row)
+            return try Records.campaign(row)
         }
     }
 
@@ -46,25 +46,19 @@ extension PostgresStore {
             guard let row = try db.fetchOne("SELECT * FROM campaigns WHERE id = ?", [id]) else {
                 throw HeraldError(.notFound, "no campaign \(id)")
             }
-            return try PostgresRecords.campaign(row)
+            return try Records.campaign(row)
         }
     }
 
     /// Every campaign, oldest first.
     public func campaigns() throws -> [Campaign] {
-        try pool.read { db in try db.fetchAll("SELECT * FROM campaigns ORDER BY id").map(PostgresRecords.campaign) }
+        try pool.read { db in try db.fetchAll("SELECT * FROM campaigns ORDER BY id").map(Records.campaign) }
     }
 
     /// Outbox rows per state for one campaign.
     public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
         try pool.read { db in
-            var counts: [OutboxState: Int] = [:]
-            for row in try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", [id]) {
-                let name: String = row["state"]
-                let n: Int = row["n"]
-                if let state = OutboxState(rawValue: name) { counts[state] = n }
-            }
-            return counts
+            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", [id]))
         }
     }
 
@@ -78,11 +72,12 @@ extension PostgresStore {
     /// The time spent paused does not count against `worker.maxQueueLifetime`: waiting rows are due from now.
     public func resume(campaign id: Int64, now: Date) throws {
         try pool.write { db in
+            try Self.notifyQueued(db)
             try setState(db, id, .active, from: [.paused, .active], now: now)
             guard let row = try db.fetchOne("SELECT * FROM campaigns WHERE id = ?", [id]) else {
                 throw HeraldError(.notFound, "no campaign \(id)")
             }
-            let campaign = try PostgresRecords.campaign(row)
+            let campaign = try Records.campaign(row)
             if let rate = campaign.rate {
                 // SQLite's CAST(real AS INTEGER) truncates; PostgreSQL's rounds, hence trunc().
                 try db.execute(
@@ -138,6 +133,7 @@ extension PostgresStore {
         guard !recipients.isEmpty else { return [] }
         // The transaction may run again after a serialization failure: everything it changes starts afresh inside.
         let (result, nextPosition) = try writeDurably { db -> ([CampaignAddOutcome], Int64) in
+            try Self.notifyQueued(db)
             var position = startPosition
             var outcomes: [CampaignAddOutcome] = []
             outcomes.reserveCapacity(recipients.count)

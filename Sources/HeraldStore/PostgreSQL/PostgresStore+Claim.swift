@@ -22,10 +22,10 @@ extension PostgresStore {
             var messages: [OutboxMessage] = []
             messages.reserveCapacity(rows.count)
             var unreadable: [(id: Int64, error: any Error)] = []
-            var decoding = PostgresRecords.MessageDecoding()
+            var decoding = Records.MessageDecoding()
             for row in rows {
                 do {
-                    messages.append(try PostgresRecords.message(row, cache: &decoding))
+                    messages.append(try Records.message(row, cache: &decoding))
                 } catch {
                     unreadable.append((id: row["id"] as Int64, error: error))
                 }

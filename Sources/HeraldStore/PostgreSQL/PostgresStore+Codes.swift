@@ -29,7 +29,7 @@ extension PostgresStore {
             """
             SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
             """, [Data(ActionCode.hash(plaintext))]
-        ).flatMap(PostgresRecords.code)
+        ).flatMap(Records.code)
     }
 
     /// Records a use of a real code as a `link_events` row; a code that does not exist adds one to its visitor's
@@ -45,18 +45,11 @@ extension PostgresStore {
         try pool.write { db in
             let recorded = try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: at)
             // A click past the per-code bound is not kept, and is no event either.
-            if kind == .click, recorded, let codeID { try emitWebhook(db, .clicked, codeID: codeID, at: at, extra: Self.visitorJSON(visitor)) }
+            if kind == .click, recorded, let codeID {
+                try emitWebhook(db, .clicked, codeID: codeID, at: at, extra: WebhookPayloads.visitorJSON(visitor))
+            }
         }
     }
-
-    /// Who used a link, for a webhook payload's `visitor`.
-    static func visitorJSON(_ visitor: Visitor) -> String {
-        extraJSON("visitor", ["ip": visitor.ip, "userAgent": visitor.userAgent.map { String($0.prefix(512)) }])
-    }
-
-    /// The most clicks and rejections one code keeps as rows: enough for the audit (scanners, the person, a
-    /// retry), and a bound on what anyone holding one real code can add by reloading its page.
-    static let eventsPerCode = 20
 
     /// Inserts a link event; false when the code's bound kept it out.
     @discardableResult
@@ -76,7 +69,7 @@ extension PostgresStore {
             SELECT ?::bigint, ?::text, ?::bigint, ?::text, ?::text, ?::text
             WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM link_events WHERE code_id = ? AND kind <> 'redeemed' LIMIT ?) AS kept) < ?
             """,
-            arguments + [codeID, Self.eventsPerCode, Self.eventsPerCode])
+            arguments + [codeID, WebhookPayloads.eventsPerCode, WebhookPayloads.eventsPerCode])
         return inserted > 0
     }
 }

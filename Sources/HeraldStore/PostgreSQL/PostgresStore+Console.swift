@@ -3,23 +3,23 @@ import HeraldCore
 
 extension PostgresStore {
     public func searchMessages(_ search: MessageSearch, limit: Int) throws -> [OutboxMessage] {
-        var conditions = PostgresConditions(arguments: ["limit": limit])
+        var conditions = OutboxConditions(arguments: ["limit": limit])
         conditions.state(search.state)
         conditions.kind(search.kind)
         conditions.email(search.email)
         conditions.campaign(search.campaign)
-        let (filter, arguments) = (conditions.whereClause, conditions.arguments)
+        let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
         return try pool.read { db in
-            var cache = PostgresRecords.MessageDecoding()
+            var cache = Records.MessageDecoding()
             return try db.fetchAll("SELECT * FROM outbox \(filter) ORDER BY id DESC LIMIT :limit", arguments)
-                .map { try PostgresRecords.message($0, cache: &cache) }
+                .map { try Records.message($0, cache: &cache) }
         }
     }
 
     public func history(outboxID id: Int64) throws -> MessageHistory? {
         try pool.read { db in
             guard let row = try db.fetchOne("SELECT * FROM outbox WHERE id = ?", [id]) else { return nil }
-            let message = try PostgresRecords.message(row)
+            let message = try Records.message(row)
             let firstQueued = (row["first_queued_at"] as Int64?).map(Date.init(milliseconds:)) ?? message.queuedAt
             var events = [MessageHistory.Event(kind: "queued", at: firstQueued)]
             events += try db.fetchAll(

@@ -11,13 +11,9 @@ extension PostgresStore {
         let at = now.milliseconds
         let key = request.recipient.throttleKey
         return try writeDurably { db in
+            try Self.notifyQueued(db)
             if let throttle {
-                try Self.checkCooldown(
-                    db, throttle, key: key, at: at,
-                    sql: """
-                        SELECT COUNT(*) AS sent, MAX(queued_at) AS latest FROM outbox
-                        WHERE recipient_key = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
-                        """, arguments: [key, request.kind.rawValue, at - 86_400_000])
+                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
             }
             if let quota { try Self.charge(db, quota, at: at) }
             // A row without a bulk key never conflicts, so it is always inserted.
@@ -44,6 +40,7 @@ extension PostgresStore {
                 // it committed, so a rolled-back attempt never leaves the next batch an id that does not exist.
                 let known = bulkID
                 let (inserted, usedBulkID) = try writeDurably { db -> (Int, Int64?) in
+                    try Self.notifyQueued(db)
                     var id = known
                     if let bulkKey, id == nil { id = try Self.bulkSend(db, key: bulkKey, at: at) }
                     let ids = try insert(db, batch, bulkID: id, encoder: encoder, messageDomain: messageDomain, at: at)

@@ -57,7 +57,7 @@ extension PostgresStore {
             // COLLATE "C": ties ordered bytewise, as SQLite's BINARY collation orders them.
             try db.fetchAll(
                 "SELECT * FROM federated_identities WHERE uid = ? ORDER BY linked_at, provider_id COLLATE \"C\"", [uid]
-            ).map(Self.identity)
+            ).map(Records.identity)
         }
     }
 
@@ -66,14 +66,8 @@ extension PostgresStore {
             try db.fetchAll(
                 "SELECT * FROM federated_identities WHERE provider_id = ? ORDER BY linked_at DESC, raw_id COLLATE \"C\" LIMIT ?",
                 [provider, limit]
-            ).map(Self.identity)
+            ).map(Records.identity)
         }
-    }
-
-    private static func identity(_ row: SQLRow) -> FederatedIdentity {
-        FederatedIdentity(
-            providerId: row["provider_id"], rawId: row["raw_id"], email: row["email"], emailVerified: row["email_verified"],
-            displayName: row["display_name"], photoURL: row["photo_url"], screenName: row["screen_name"])
     }
 
     static func insertIdentity(_ db: PostgresSession, _ identity: FederatedIdentity, uid: String, now: Date) throws {

@@ -4,40 +4,21 @@ import HeraldCore
 extension PostgresStore {
     /// Outbox rows in id order, optionally filtered by state and recipient.
     public func messages(state: OutboxState?, email: EmailAddress?, limit: Int?) throws -> [OutboxMessage] {
-        var conditions = PostgresConditions()
+        var conditions = OutboxConditions()
         conditions.state(state)
         conditions.email(email)
-        let (filter, arguments) = (conditions.whereClause, conditions.arguments)
+        let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
         let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
         return try pool.read { db in
-            var cache = PostgresRecords.MessageDecoding()
-            return try db.fetchAll(sql, arguments).map { try PostgresRecords.message($0, cache: &cache) }
+            var cache = Records.MessageDecoding()
+            return try db.fetchAll(sql, arguments).map { try Records.message($0, cache: &cache) }
         }
-    }
-
-    /// Rows sent to `parameter`'s address or about its account: `recipient = p OR email = p`, written so that
-    /// every branch has an index (`outbox_campaign_recipient`, `outbox_recipient`, `outbox_email`). A campaign
-    /// row's email is its recipient.
-    static func addressed(to parameter: String, in table: String = "") -> String {
-        let column = { (name: String) in table.isEmpty ? name : "\(table).\(name)" }
-        let (recipient, email, campaign) = (column("recipient"), column("email"), column("campaign_id"))
-        return """
-            ((\(recipient) = \(parameter) AND \(campaign) IS NOT NULL) OR (\(recipient) = \(parameter) AND \(campaign) IS NULL) \
-            OR (\(email) = \(parameter) AND \(campaign) IS NULL AND \(email) <> \(recipient)))
-            """
     }
 
     /// The recorded attempts of one row, oldest first.
     public func attempts(outboxID: Int64) throws -> [DeliveryAttempt] {
         try pool.read { db in
-            try db.fetchAll("SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", [outboxID]).map { row in
-                let startedAt: Int64 = row["started_at"]
-                let finishedAt: Int64 = row["finished_at"]
-                return DeliveryAttempt(
-                    outboxID: row["outbox_id"], attempt: row["attempt"], outcome: row["outcome"],
-                    replyCode: row["reply_code"], replyText: row["reply_text"],
-                    startedAt: Date(milliseconds: startedAt), finishedAt: Date(milliseconds: finishedAt))
-            }
+            try db.fetchAll("SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", [outboxID]).map(Records.attempt)
         }
     }
 
@@ -64,11 +45,7 @@ extension PostgresStore {
     /// Counts rows per state.
     public func stateCounts() throws -> [OutboxState: Int] {
         try pool.read { db in
-            var counts: [OutboxState: Int] = [:]
-            for row in try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state") {
-                if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
-            }
-            return counts
+            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state"))
         }
     }
 }

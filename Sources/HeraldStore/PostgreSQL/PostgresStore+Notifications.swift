@@ -1,20 +1,41 @@
 import Foundation
 import HeraldCore
-import Logging
-import NIOPosix
+import NIOCore
 import PostgresNIO
 
 /// Listening for mail other processes queue (`LISTEN herald_queued`), so an idle worker on any host claims it at
 /// once instead of at its next poll.
-public final class QueueNotificationRelay: Sendable {
-    private let task: Task<Void, Never>
+///
+/// A thread of its own holds one connection and waits for it to close; notifications arrive on the connection's
+/// event loop, so nothing depends on Swift's cooperative pool being free.
+public final class QueueNotificationRelay: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelled = false
+    private var connection: PostgresConnection?
 
-    init(task: Task<Void, Never>) { self.task = task }
+    /// Stops listening and closes the connection.
+    public func cancel() {
+        let open = lock.withLock { () -> PostgresConnection? in
+            cancelled = true
+            return connection
+        }
+        if let open { PostgresPool.close(open) }
+    }
 
-    /// Stops listening.
-    public func cancel() { task.cancel() }
+    deinit { cancel() }
 
-    deinit { task.cancel() }
+    var isCancelled: Bool { lock.withLock { cancelled } }
+
+    /// Records the connection listening now; false (and the connection closed) if cancelled meanwhile.
+    func hold(_ connection: PostgresConnection?) -> Bool {
+        let keep = lock.withLock { () -> Bool in
+            guard !cancelled else { return false }
+            self.connection = connection
+            return true
+        }
+        if !keep, let connection { PostgresPool.close(connection) }
+        return keep
+    }
 }
 
 extension PostgresStore {
@@ -32,32 +53,28 @@ extension PostgresStore {
     /// A lost connection is opened again after a second (and `signal` fires once, in case mail was queued
     /// meanwhile); the worker's own poll covers the gap.
     public func relayQueueNotifications(to signal: QueueSignal) -> QueueNotificationRelay {
-        let configuration = pool.configuration
-        let logger = pool.logger
-        let task = Task.detached {
+        let relay = QueueNotificationRelay()
+        let pool = self.pool
+        let thread = Thread {
             var attempt = 0
-            while !Task.isCancelled {
+            while !relay.isCancelled {
                 attempt += 1
-                do {
-                    let connection = try await PostgresConnection.connect(
-                        on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: -attempt, logger: logger)
-                    do {
-                        try await connection.listen(on: Self.queuedChannel) { notifications in
-                            signal.signal()
-                            for try await _ in notifications { signal.signal() }
-                        }
-                    } catch {
-                        try? await connection.close()
-                        throw error
+                if let session = try? pool.connect(id: -attempt), relay.hold(session.connection) {
+                    session.connection.addListener(channel: Self.queuedChannel) { _, _ in signal.signal() }
+                    if (try? session.execute("LISTEN \(Self.queuedChannel)")) != nil {
+                        signal.signal()
+                        try? session.connection.closeFuture.wait()
                     }
-                    try? await connection.close()
-                } catch {
-                    if Task.isCancelled { return }
+                    _ = relay.hold(nil)
+                    PostgresPool.close(session.connection)
                 }
-                try? await Task.sleep(for: .seconds(1))
+                guard !relay.isCancelled else { return }
+                Thread.sleep(forTimeInterval: 1)
                 signal.signal()
             }
         }
-        return QueueNotificationRelay(task: task)
+        thread.name = "herald-listen"
+        thread.start()
+        return relay
     }
 }

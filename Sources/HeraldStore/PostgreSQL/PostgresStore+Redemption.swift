@@ -106,7 +106,7 @@ extension PostgresStore {
                     """, ["now": at, "email": record.email, "action": record.kind.rawValue, "id": record.id])
                 let result = try effect(db, record)
                 try Self.insertEvent(db, codeID: record.id, kind: .redeemed, visitor: visitor, detail: nil, at: at)
-                try emitWebhook(db, .redeemed, codeID: record.id, at: at, extra: Self.visitorJSON(visitor))
+                try emitWebhook(db, .redeemed, codeID: record.id, at: at, extra: WebhookPayloads.visitorJSON(visitor))
                 return result
             }
         } catch let error as HeraldError {

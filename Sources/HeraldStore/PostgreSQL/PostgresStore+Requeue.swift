@@ -57,6 +57,7 @@ extension PostgresStore {
         _ ids: [Int64], _ db: PostgresSession, _ at: Int64, event: String, actor: String, update: String
     ) throws -> [Int64] {
         let reply = "\(event) by \(actor)"
+        if event == "retried" { try Self.notifyQueued(db) }
         let changed = try db.fetchColumn(update, [at, reply, ids], as: Int64.self).sorted()
         guard !changed.isEmpty else { return [] }
         try db.execute(
@@ -79,7 +80,7 @@ extension PostgresStore {
 
     /// The `WHERE` of a filter over `outbox o`.
     private static func requeueCondition(_ filter: RequeueFilter) -> (String, SQLArguments) {
-        var conditions = PostgresConditions(table: "o")
+        var conditions = OutboxConditions(table: "o")
         conditions.add("o.state IN (\(stateList(filter.states)))")
         conditions.campaign(filter.campaign)
         conditions.email(filter.email)
@@ -87,6 +88,6 @@ extension PostgresStore {
         if let ids = filter.ids {
             conditions.add("o.id = ANY(:ids::bigint[])", ["ids": ids])
         }
-        return (conditions.conditions.joined(separator: " AND "), conditions.arguments)
+        return (conditions.conditions.joined(separator: " AND "), conditions.sqlArguments)
     }
 }

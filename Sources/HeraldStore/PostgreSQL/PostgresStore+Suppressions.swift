@@ -12,7 +12,7 @@ extension PostgresStore {
                 "SELECT * FROM suppressions WHERE email = ANY(?::text[]) AND \(Self.inEffect)",
                 [Array(Set(emails)), Date().milliseconds])
             for row in rows {
-                let suppression = try Self.suppression(row)
+                let suppression = try Records.suppression(row)
                 found[suppression.email] = suppression
             }
             return found
@@ -40,7 +40,7 @@ extension PostgresStore {
                 ORDER BY email LIMIT :limit
                 """,
                 ["reason": reason?.rawValue, "after": after, "limit": limit, "now": Date().milliseconds]
-            ).map(Self.suppression)
+            ).map(Records.suppression)
         }
     }
 
@@ -60,40 +60,22 @@ extension PostgresStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
                 [feedback.outboxID, recipient, feedback.kind.rawValue, feedback.status, feedback.diagnostic, at])
-            // A report about mail Herald still holds (a late bounce of an earlier attempt) is kept, not applied to
-            // the row; a complaint outranks a bounce.
-            let next: OutboxState = feedback.kind == .complaint ? .complained : .bounced
-            if state == .sent || (state == .bounced && next == .complained) {
-                let reply = "\(next.rawValue) (\(feedback.kind.rawValue)): \(feedback.diagnostic)"
+            if let (next, reply) = FeedbackRules.transition(from: state, feedback) {
                 try db.execute(
-                    "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
-                    [next.rawValue, String(reply.prefix(1000)), at, feedback.outboxID])
+                    "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?", [next.rawValue, reply, at, feedback.outboxID])
                 state = next
-                let detail = Self.extraJSON(
-                    "feedback", ["kind": feedback.kind.rawValue, "status": feedback.status, "diagnostic": String(feedback.diagnostic.prefix(1000))])
-                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: detail)
+                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRules.webhookExtra(feedback))
             }
-            var suppression: Suppression?
-            switch feedback.kind {
-            case .hard: suppression = Suppression(email: recipient, reason: .hardBounce, createdAt: now)
-            case .complaint: suppression = Suppression(email: recipient, reason: .complaint, createdAt: now)
-            case .soft:
-                // Messages, not reports: a report delivered twice, or to two of the message's addresses, counts once.
-                let recent =
-                    try db.fetchValue(
-                        """
-                        SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
-                        """,
-                        [recipient, at - Int64(softWindow * 1000)], as: Int.self) ?? 0
-                if recent >= softLimit {
-                    suppression = Suppression(
-                        email: recipient, reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(softWindow))
-                    suppression?.detail = "\(recent) soft-bounced messages within \(DurationText.format(softWindow)); last: "
-                }
+            let suppression = try FeedbackRules.suppression(
+                for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
+            ) { since in
+                try db.fetchValue(
+                    """
+                    SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
+                    """,
+                    [recipient, since], as: Int.self) ?? 0
             }
-            guard var entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
-            entry.outboxID = feedback.outboxID
-            entry.detail = String(((entry.detail ?? "") + feedback.diagnostic).prefix(1000))
+            guard let entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
             let changed = try Self.suppress(entry, db, now: now)
             return FeedbackOutcome(recipient: recipient, state: state, suppressed: changed ? entry : nil)
         }
@@ -131,7 +113,7 @@ extension PostgresStore {
             else { return nil }
             let email: String = row["recipient"]
             let locale: String = row["recipient_locale"]
-            return (email, locale, try PostgresRecords.campaign(row))
+            return (email, locale, try Records.campaign(row))
         }
     }
 
@@ -166,12 +148,7 @@ extension PostgresStore {
         let at = now.milliseconds
         if let existing = try db.fetchOne("SELECT scope, expires_at FROM suppressions WHERE email = ?", [entry.email]) {
             let expires: Int64? = existing["expires_at"]
-            let scope: String = existing["scope"]
-            let lapsed = expires.map { $0 <= at } ?? false
-            let wider = scope == Suppression.Scope.campaigns.rawValue && entry.scope == .all
-            let lasting = expires != nil && entry.expiresAt == nil
-            let temporaryOverPermanent = expires == nil && entry.expiresAt != nil
-            guard lapsed || lasting || (wider && !temporaryOverPermanent) else { return false }
+            guard FeedbackRules.replaces(scope: existing["scope"], expiresAt: expires, with: entry, at: at) else { return false }
             try db.execute("DELETE FROM suppressions WHERE email = ?", [entry.email])
         }
         // Two writers adding one address race in SERIALIZABLE: the loser's unique violation after its own read is
@@ -181,24 +158,8 @@ extension PostgresStore {
             INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at, expires_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [
-                entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail, entry.outboxID, entry.createdAt.milliseconds,
-                at, entry.expiresAt?.milliseconds,
-            ])
+            SQLArguments(FeedbackRules.values(entry, at: at)))
         return true
     }
 
-    static func suppression(_ row: SQLRow) throws -> Suppression {
-        let reasonText: String = row["reason"]
-        let scopeText: String = row["scope"]
-        let email: String = row["email"]
-        guard let reason = Suppression.Reason(rawValue: reasonText), let scope = Suppression.Scope(rawValue: scopeText) else {
-            throw HeraldError(.notFound, "suppression of \(email) has an unknown reason or scope")
-        }
-        let createdAt: Int64 = row["created_at"]
-        let expiresAt: Int64? = row["expires_at"]
-        return Suppression(
-            email: email, reason: reason, scope: scope, detail: row["detail"], outboxID: row["outbox_id"],
-            createdAt: Date(milliseconds: createdAt), expiresAt: expiresAt.map(Date.init(milliseconds:)))
-    }
 }

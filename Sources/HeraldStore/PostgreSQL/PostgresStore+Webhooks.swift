@@ -106,7 +106,7 @@ extension PostgresStore {
         let endpoints = webhooks.endpoints(for: event)
         guard !endpoints.isEmpty else { return }
         let arguments: SQLArguments = [
-            "eventID": Self.newEventID(), "endpoints": endpoints, "event": event.rawValue, "at": at, "tail": Self.tail(extra),
+            "eventID": WebhookPayloads.newEventID(), "endpoints": endpoints, "event": event.rawValue, "at": at, "tail": Self.tail(extra),
         ]
         try db.execute(sql, arguments + subject)
     }
@@ -118,19 +118,6 @@ extension PostgresStore {
         guard body.count >= 2, body.hasPrefix("{"), body.hasSuffix("}") else { return "}" }
         let inner = body.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
         return inner.isEmpty ? "}" : ",\(inner)}"
-    }
-
-    /// A JSON object of the non-nil values, for a payload's `extra`.
-    static func extraJSON(_ key: String, _ values: [String: String?]) -> String {
-        let present = values.compactMapValues { $0 }
-        guard let data = try? JSONSerialization.data(withJSONObject: [key: present], options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// 128 random bits in hex.
-    private static func newEventID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String(format: "%016llx%016llx", generator.next() as UInt64, generator.next() as UInt64)
     }
 
     public func claimWebhookDeliveries(endpoint: String, limit: Int, lease: TimeInterval, now: Date) throws -> [WebhookDelivery] {
@@ -153,29 +140,12 @@ extension PostgresStore {
                 RETURNING w.id, w.event_id, w.endpoint, w.event, w.payload, w.attempts
                 """,
                 ["lease": until, "endpoint": endpoint, "now": at, "limit": limit]
-            ).map { row in
-                WebhookDelivery(
-                    id: row["id"], eventID: row["event_id"], endpoint: row["endpoint"], event: row["event"], payload: row["payload"],
-                    attempts: row["attempts"], leaseUntil: Date(milliseconds: until))
-            }.sorted { $0.id < $1.id }
+            ).map { Records.webhookDelivery($0, leaseUntil: until) }.sorted { $0.id < $1.id }
         }
     }
 
     public func recordWebhookDelivery(_ delivery: WebhookDelivery, _ outcome: WebhookOutcome) throws {
-        let at = outcome.at.milliseconds
-        let state: WebhookDeliveryState
-        var next: Int64?
-        switch outcome.decision {
-        case .delivered: state = .delivered
-        case .dead: state = .dead
-        case .retry(let when):
-            state = .queued
-            next = when.milliseconds
-        }
-        let arguments: SQLArguments = [
-            "state": state.rawValue, "at": at, "next": next, "status": outcome.status, "error": outcome.error.map { String($0.prefix(500)) },
-            "id": delivery.id, "lease": delivery.leaseUntil.milliseconds,
-        ]
+        let arguments = SQLArguments(named: WebhookPayloads.deliveryUpdate(delivery, outcome))
         _ = try pool.write { db in
             try db.execute(
                 """
@@ -215,13 +185,7 @@ extension PostgresStore {
                         AS last_error_at
                 FROM webhook_deliveries d GROUP BY endpoint ORDER BY endpoint COLLATE "C"
                 """
-            ).map { row in
-                WebhookEndpointSummary(
-                    endpoint: row["endpoint"], queued: row["queued"], delivered: row["delivered"], dead: row["dead"],
-                    oldestQueuedAt: (row["oldest_queued"] as Int64?).map(Date.init(milliseconds:)),
-                    lastDeliveredAt: (row["last_delivered"] as Int64?).map(Date.init(milliseconds:)), lastError: row["last_error"],
-                    lastErrorAt: (row["last_error_at"] as Int64?).map(Date.init(milliseconds:)))
-            }
+            ).map(Records.webhookSummary)
         }
     }
 

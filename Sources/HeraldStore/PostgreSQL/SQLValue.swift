@@ -52,6 +52,9 @@ public struct SQLArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDi
 
     public init(_ values: [SQLValue]) { positional = values }
 
+    /// Named arguments built as neutral values (by code both stores share).
+    init(named values: [String: SQLValue]) { named = values }
+
     public init(arrayLiteral elements: (any SQLBindable)?...) {
         positional = elements.map { $0?.sqlValue ?? .null }
     }

@@ -22,8 +22,8 @@ extension SQLiteStore {
                     db, sql: "SELECT email, disabled, email_verified, display_name FROM accounts WHERE email IN (\(marks))",
                     arguments: StatementArguments(Array(chunk)))
                 while let row = try rows.next() {
-                    standings[(row["email"] as String).lowercased()] = AccountStanding(
-                        disabled: row["disabled"], emailVerified: row["email_verified"], displayName: row["display_name"])
+                    let (email, standing) = Records.standing(row)
+                    standings[email] = standing
                 }
             }
             return standings
@@ -71,10 +71,8 @@ extension SQLiteStore {
 
     public func refreshToken(hash: [UInt8]) throws -> RefreshTokenRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE token_hash = ?", arguments: [Data(hash)]).map { row in
-                RefreshTokenRecord(
-                    hash: hash, uid: row["uid"], provider: row["provider"], issuedAt: Date(milliseconds: row["issued_at"]),
-                    revoked: (row["revoked"] as String?).flatMap(HeraldError.Code.init(rawValue:)))
+            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE token_hash = ?", arguments: [Data(hash)]).map {
+                Records.refreshToken($0, hash: hash)
             }
         }
     }
@@ -110,7 +108,7 @@ extension SQLiteStore {
                                       valid_since, created_at, last_login_at, providers, photo_url, initial_email)
                 VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
                         :valid_since, :created_at, :last_login_at, :providers, :photo_url, :initial_email)
-                """, arguments: Records.arguments(account))
+                """, arguments: StatementArguments(Records.values(account)))
     }
 
     /// Replaces an existing account's fields; an unlink is recorded at `now`.
@@ -126,7 +124,7 @@ extension SQLiteStore {
                     valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers,
                     photo_url = :photo_url, initial_email = :initial_email
                 WHERE uid = :uid
-                """, arguments: Records.arguments(account))
+                """, arguments: StatementArguments(Records.values(account)))
         // Identities follow the account's providers: one the account no longer lists (unlinked) goes, and the
         // audit records it ('idp-unlink', the provider's raw id as detail).
         let linked = try Row.fetchAll(db, sql: "SELECT provider_id, raw_id FROM federated_identities WHERE uid = ?", arguments: [account.uid])

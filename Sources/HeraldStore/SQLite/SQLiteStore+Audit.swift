@@ -5,20 +5,7 @@ import HeraldCore
 extension SQLiteStore {
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
-        var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
-        conditions.email(filter.email)
-        conditions.campaign(filter.campaign)
-        conditions.kind(filter.kind)
-        conditions.queued(since: filter.since)
-        if let until = filter.until {
-            conditions.add("o.queued_at <= :until", ["until": until.milliseconds])
-        }
-        switch filter.status {
-        case .redeemed: conditions.add("redeemed_at IS NOT NULL")
-        case .unredeemed: conditions.add("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
-        case .expired: conditions.add("expired = 1")
-        case nil: break
-        }
+        let conditions = OutboxConditions.audit(filter, now: now)
         let sql = """
             SELECT * FROM (
                 SELECT o.id, o.recipient, o.action, o.campaign_id, o.state, o.queued_at, o.sent_at, o.email,
@@ -46,16 +33,9 @@ extension SQLiteStore {
             ORDER BY o.id\(filter.newestFirst ? " DESC" : "")
             """
         try pool.read { db in
-            let cursor = try Row.fetchCursor(db, sql: sql, arguments: conditions.arguments)
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: conditions.statementArguments)
             while let row = try cursor.next() {
-                try each(
-                    AuditRow(
-                        id: row["id"], recipient: row["recipient"], action: row["action"], campaign: row["campaign_id"], state: row["state"],
-                        queuedAt: Date(milliseconds: row["queued_at"]), sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
-                        smtpReply: row["smtp_reply"], firstClickAt: (row["first_click_at"] as Int64?).map(Date.init(milliseconds:)),
-                        redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
-                        redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"],
-                        feedbackAt: (row["feedback_at"] as Int64?).map(Date.init(milliseconds:)), feedback: row["feedback"]))
+                try each(Records.audit(row))
             }
         }
     }
@@ -82,10 +62,7 @@ extension SQLiteStore {
         try pool.read { db in
             let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try cursor.next() {
-                try each(
-                    AccountEventRow(
-                        id: row["id"], at: Date(milliseconds: row["at"]), uid: row["uid"], email: row["email"], kind: row["kind"],
-                        providerId: row["provider_id"], rawId: row["detail"], ip: row["ip"], userAgent: row["user_agent"]))
+                try each(Records.accountEvent(row))
             }
         }
     }

@@ -51,13 +51,8 @@ extension SQLiteStore {
     /// Outbox rows per state for one campaign.
     public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
         try pool.read { db in
-            var counts: [OutboxState: Int] = [:]
-            for row in try Row.fetchAll(
-                db, sql: "SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", arguments: [id])
-            {
-                if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
-            }
-            return counts
+            Records.stateCounts(
+                try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", arguments: [id]))
         }
     }
 

@@ -9,7 +9,7 @@ extension SQLiteStore {
         conditions.kind(search.kind)
         conditions.email(search.email)
         conditions.campaign(search.campaign)
-        let (filter, arguments) = (conditions.whereClause, conditions.arguments)
+        let (filter, arguments) = (conditions.whereClause, conditions.statementArguments)
         return try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM outbox \(filter) ORDER BY id DESC LIMIT :limit", arguments: arguments)
                 .map(Records.message)

@@ -10,12 +10,7 @@ extension SQLiteStore {
         let key = request.recipient.throttleKey
         return try writeDurably { db in
             if let throttle {
-                try Self.checkCooldown(
-                    db, throttle, key: key, at: at,
-                    sql: """
-                        SELECT COUNT(*) AS sent, MAX(queued_at) AS latest FROM outbox
-                        WHERE recipient_key = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
-                        """, arguments: [key, request.kind.rawValue, at - 86_400_000])
+                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
             }
             if let quota { try Self.charge(db, quota, at: at) }
             // A row without a bulk key never conflicts, so it is always inserted.

@@ -55,7 +55,7 @@ extension SQLiteStore {
     public func identities(uid: String) throws -> [FederatedIdentity] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM federated_identities WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid])
-                .map(Self.identity)
+                .map(Records.identity)
         }
     }
 
@@ -64,14 +64,8 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db, sql: "SELECT * FROM federated_identities WHERE provider_id = ? ORDER BY linked_at DESC, raw_id LIMIT ?",
                 arguments: [provider, limit]
-            ).map(Self.identity)
+            ).map(Records.identity)
         }
-    }
-
-    private static func identity(_ row: Row) -> FederatedIdentity {
-        FederatedIdentity(
-            providerId: row["provider_id"], rawId: row["raw_id"], email: row["email"], emailVerified: row["email_verified"],
-            displayName: row["display_name"], photoURL: row["photo_url"], screenName: row["screen_name"])
     }
 
     static func insertIdentity(_ db: Database, _ identity: FederatedIdentity, uid: String, now: Date) throws {

@@ -8,22 +8,11 @@ extension SQLiteStore {
         var conditions = OutboxConditions()
         conditions.state(state)
         conditions.email(email)
-        let (filter, arguments) = (conditions.whereClause, conditions.arguments)
+        let (filter, arguments) = (conditions.whereClause, conditions.statementArguments)
         let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
         return try pool.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map(Records.message)
         }
-    }
-
-    /// Rows sent to `parameter`'s address or about its account: `recipient = p OR email = p`, written so that
-    /// every branch has an index (v12). A campaign row's email is its recipient.
-    static func addressed(to parameter: String, in table: String = "") -> String {
-        let column = { (name: String) in table.isEmpty ? name : "\(table).\(name)" }
-        let (recipient, email, campaign) = (column("recipient"), column("email"), column("campaign_id"))
-        return """
-            ((\(recipient) = \(parameter) AND \(campaign) IS NOT NULL) OR (\(recipient) = \(parameter) AND \(campaign) IS NULL) \
-            OR (\(email) = \(parameter) AND \(campaign) IS NULL AND \(email) <> \(recipient)))
-            """
     }
 
     /// The recorded attempts of one row, oldest first.
@@ -35,12 +24,7 @@ extension SQLiteStore {
                     SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id
                     """,
                 arguments: [outboxID]
-            ).map { row in
-                DeliveryAttempt(
-                    outboxID: row["outbox_id"], attempt: row["attempt"], outcome: row["outcome"],
-                    replyCode: row["reply_code"], replyText: row["reply_text"],
-                    startedAt: Date(milliseconds: row["started_at"]), finishedAt: Date(milliseconds: row["finished_at"]))
-            }
+            ).map(Records.attempt)
         }
     }
 
@@ -65,11 +49,7 @@ extension SQLiteStore {
     /// Counts rows per state.
     public func stateCounts() throws -> [OutboxState: Int] {
         try pool.read { db in
-            var counts: [OutboxState: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM outbox GROUP BY state") {
-                if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
-            }
-            return counts
+            Records.stateCounts(try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM outbox GROUP BY state"))
         }
     }
 }

@@ -10,12 +10,7 @@ extension SQLiteStore {
         let key = request.recipient.throttleKey
         try writeDurably { db in
             if let throttle {
-                try Self.checkCooldown(
-                    db, throttle, key: key, at: at,
-                    sql: """
-                        SELECT COUNT(*) AS sent, MAX(requested_at) AS latest FROM suppressed_sends
-                        WHERE recipient_key = ? AND action = ? AND requested_at > ?
-                        """, arguments: [key, request.kind.rawValue, at - 86_400_000])
+                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.suppressedCooldown(request, key: key, at: at))
             }
             if let quota { try Self.charge(db, quota, at: at) }
             try db.cachedStatement(
@@ -26,30 +21,24 @@ extension SQLiteStore {
 
     /// Refuses a request inside the cooldown or over the daily cap; `sql` selects `sent` and `latest` for `key`.
     static func checkCooldown(
-        _ db: Database, _ throttle: SendThrottle, key: String, at: Int64, sql: String, arguments: StatementArguments
+        _ db: Database, _ throttle: SendThrottle, key: String, at: Int64, _ query: (sql: String, values: [SQLValue])
     ) throws {
-        let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments)!
-        let coolingDown = (row["latest"] as Int64?).map { at - $0 < Int64(throttle.cooldown * 1000) } ?? false
-        if coolingDown || (row["sent"] as Int) >= throttle.dailyCap {
-            throw LimitRefusal(counter: "recipient", key: EmailAddress.ledgerKey(key), error: HeraldError(.tooManyAttempts, ""))
-        }
+        let row = try Row.fetchOne(db.cachedStatement(sql: query.sql), arguments: StatementArguments(query.values))!
+        try SendLimits.checkCooldown(throttle, key: key, at: at, sent: row["sent"], latest: row["latest"])
     }
 
     /// Counts one email against the project's and the account's hourly quotas, refusing it if either is spent.
     static func charge(_ db: Database, _ quota: SendQuota, at: Int64) throws {
         let hour = at / 3_600_000
-        let limits = [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)]
-        for (scope, key, limit) in limits where limit > 0 {
+        let limits = SendLimits.quotas(quota)
+        for (scope, key, limit) in limits {
             let count =
                 try Int.fetchOne(
                     db.cachedStatement(sql: "SELECT count FROM send_counts WHERE scope = ? AND key = ? AND hour = ?"),
                     arguments: [scope, key, hour]) ?? 0
-            if count >= limit {
-                let error = HeraldError(scope == "project" ? .quotaExceeded : .tooManyAttempts, "")
-                throw LimitRefusal(counter: scope, key: key, error: error)
-            }
+            try SendLimits.checkQuota(scope: scope, key: key, limit: limit, count: count)
         }
-        for (scope, key, limit) in limits where limit > 0 {
+        for (scope, key, _) in limits {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO send_counts (scope, key, hour, count) VALUES (?, ?, ?, 1)
@@ -82,34 +71,15 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db, sql: "SELECT * FROM abuse_counts WHERE hour >= ? ORDER BY hour DESC, count DESC, counter, key",
                 arguments: [Int64(since.timeIntervalSince1970) / 3600]
-            ).map { row in
-                AbuseCount(
-                    counter: row["counter"], key: row["key"], hour: Date(timeIntervalSince1970: Double(row["hour"] as Int64) * 3600),
-                    count: row["count"])
-            }
+            ).map(Records.abuseCount)
         }
     }
 
     public func pruneEvents(before: Date) throws -> Int {
-        let at = before.milliseconds
-        let hour = at / 3_600_000
-        let quotaHour = Date().milliseconds / 3_600_000 - 2
         var deleted = 0
         // Batches of 10,000, each its own short write, so a large backlog never holds the lock for long.
-        let statements: [(String, StatementArguments)] = [
-            ("DELETE FROM link_events WHERE id IN (SELECT id FROM link_events WHERE at < ? LIMIT 10000)", [at]),
-            ("DELETE FROM suppressed_sends WHERE id IN (SELECT id FROM suppressed_sends WHERE requested_at < ? LIMIT 10000)", [at]),
-            ("DELETE FROM account_events WHERE id IN (SELECT id FROM account_events WHERE at < ? LIMIT 10000)", [at]),
-            // Webhook deliveries that are done; queued ones stay however old (nothing is lost by a long outage).
-            (
-                "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < ? AND state != 'queued' LIMIT 10000)",
-                [at]
-            ),
-            ("DELETE FROM abuse_counts WHERE hour < ?", [hour]),  // one row per counter, key and hour: small
-            // Quotas read only the current hour: a couple of hours of counts is all they need, whatever the retention.
-            ("DELETE FROM send_counts WHERE hour < ?", [max(hour, quotaHour)]),
-        ]
-        for (sql, arguments) in statements {
+        for (sql, value) in SendLimits.pruneStatements(before: before) {
+            let arguments: StatementArguments = [value]
             while true {
                 let changes = try pool.write { db in
                     try db.execute(sql: sql, arguments: arguments)

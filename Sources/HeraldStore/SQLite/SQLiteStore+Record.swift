@@ -17,19 +17,10 @@ extension SQLiteStore {
             for (claimed, record) in batch {
                 let changed = try Self.record(db, claimed, record, policy: policy, statements)
                 // Only an outcome that moved the row is an event: a late result after another worker took it is not.
-                if changed, let event = Self.webhookEvent(record.decision) {
+                if changed, let event = WebhookPayloads.event(record.decision) {
                     try emitWebhook(db, event, outboxID: claimed.message.id, at: record.finishedAt.milliseconds)
                 }
             }
-        }
-    }
-
-    private static func webhookEvent(_ decision: DeliveryRecord.Decision) -> WebhookEvent? {
-        switch decision {
-        case .sent: .sent
-        case .failed: .failed
-        case .dead: .dead
-        case .deferred, .returned: nil
         }
     }
 

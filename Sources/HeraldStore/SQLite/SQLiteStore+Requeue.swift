@@ -91,6 +91,6 @@ extension SQLiteStore {
         if let ids = filter.ids {
             conditions.add("o.id IN (\(ids.map(String.init).joined(separator: ",")))")
         }
-        return (conditions.conditions.joined(separator: " AND "), conditions.arguments)
+        return (conditions.conditions.joined(separator: " AND "), conditions.statementArguments)
     }
 }

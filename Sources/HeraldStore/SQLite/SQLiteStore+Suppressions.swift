@@ -11,7 +11,7 @@ extension SQLiteStore {
             let lookup = try db.cachedStatement(sql: "SELECT * FROM suppressions WHERE email = ? AND \(Self.inEffect)")
             let now = Date().milliseconds
             for email in Set(emails) {
-                if let row = try Row.fetchOne(lookup, arguments: [email, now]) { found[email] = try Self.suppression(row) }
+                if let row = try Row.fetchOne(lookup, arguments: [email, now]) { found[email] = try Records.suppression(row) }
             }
             return found
         }
@@ -40,7 +40,7 @@ extension SQLiteStore {
                     ORDER BY email LIMIT :limit
                     """,
                 arguments: ["reason": reason?.rawValue, "after": after, "limit": limit, "now": Date().milliseconds]
-            ).map(Self.suppression)
+            ).map(Records.suppression)
         }
     }
 
@@ -59,41 +59,24 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [feedback.outboxID, recipient, feedback.kind.rawValue, feedback.status, feedback.diagnostic, at])
-            // A report about mail Herald still holds (a late bounce of an earlier attempt) is kept, not applied to
-            // the row; a complaint outranks a bounce.
-            let next: OutboxState = feedback.kind == .complaint ? .complained : .bounced
-            if state == .sent || (state == .bounced && next == .complained) {
-                let reply = "\(next.rawValue) (\(feedback.kind.rawValue)): \(feedback.diagnostic)"
+            if let (next, reply) = FeedbackRules.transition(from: state, feedback) {
                 try db.execute(
                     sql: "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
-                    arguments: [next.rawValue, String(reply.prefix(1000)), at, feedback.outboxID])
+                    arguments: [next.rawValue, reply, at, feedback.outboxID])
                 state = next
-                let detail = Self.extraJSON(
-                    "feedback", ["kind": feedback.kind.rawValue, "status": feedback.status, "diagnostic": String(feedback.diagnostic.prefix(1000))])
-                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: detail)
+                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRules.webhookExtra(feedback))
             }
-            var suppression: Suppression?
-            switch feedback.kind {
-            case .hard: suppression = Suppression(email: recipient, reason: .hardBounce, createdAt: now)
-            case .complaint: suppression = Suppression(email: recipient, reason: .complaint, createdAt: now)
-            case .soft:
-                // Messages, not reports: a report delivered twice, or to two of the message's addresses, counts once.
-                let recent =
-                    try Int.fetchOne(
-                        db,
-                        sql: """
-                            SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
-                            """,
-                        arguments: [recipient, at - Int64(softWindow * 1000)]) ?? 0
-                if recent >= softLimit {
-                    suppression = Suppression(
-                        email: recipient, reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(softWindow))
-                    suppression?.detail = "\(recent) soft-bounced messages within \(DurationText.format(softWindow)); last: "
-                }
+            let suppression = try FeedbackRules.suppression(
+                for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
+            ) { since in
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
+                        """,
+                    arguments: [recipient, since]) ?? 0
             }
-            guard var entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
-            entry.outboxID = feedback.outboxID
-            entry.detail = String(((entry.detail ?? "") + feedback.diagnostic).prefix(1000))
+            guard let entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
             let changed = try Self.suppress(entry, db, now: now)
             return FeedbackOutcome(recipient: recipient, state: state, suppressed: changed ? entry : nil)
         }
@@ -162,11 +145,7 @@ extension SQLiteStore {
         let at = now.milliseconds
         if let existing = try Row.fetchOne(db, sql: "SELECT scope, expires_at FROM suppressions WHERE email = ?", arguments: [entry.email]) {
             let expires: Int64? = existing["expires_at"]
-            let lapsed = expires.map { $0 <= at } ?? false
-            let wider = (existing["scope"] as String) == Suppression.Scope.campaigns.rawValue && entry.scope == .all
-            let lasting = expires != nil && entry.expiresAt == nil
-            let temporaryOverPermanent = expires == nil && entry.expiresAt != nil
-            guard lapsed || lasting || (wider && !temporaryOverPermanent) else { return false }
+            guard FeedbackRules.replaces(scope: existing["scope"], expiresAt: expires, with: entry, at: at) else { return false }
             try db.execute(sql: "DELETE FROM suppressions WHERE email = ?", arguments: [entry.email])
         }
         try db.execute(
@@ -174,19 +153,8 @@ extension SQLiteStore {
                 INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [
-                entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail, entry.outboxID, entry.createdAt.milliseconds,
-                at, entry.expiresAt?.milliseconds,
-            ])
+            arguments: StatementArguments(FeedbackRules.values(entry, at: at)))
         return true
     }
 
-    static func suppression(_ row: Row) throws -> Suppression {
-        guard let reason = Suppression.Reason(rawValue: row["reason"]), let scope = Suppression.Scope(rawValue: row["scope"]) else {
-            throw HeraldError(.notFound, "suppression of \(row["email"] as String) has an unknown reason or scope")
-        }
-        return Suppression(
-            email: row["email"], reason: reason, scope: scope, detail: row["detail"], outboxID: row["outbox_id"],
-            createdAt: Date(milliseconds: row["created_at"]), expiresAt: (row["expires_at"] as Int64?).map(Date.init(milliseconds:)))
-    }
 }

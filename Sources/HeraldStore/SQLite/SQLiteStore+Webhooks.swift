@@ -64,25 +64,12 @@ extension SQLiteStore {
         let endpoints = webhooks.endpoints(for: event)
         guard !endpoints.isEmpty else { return }
         let statement = try db.cachedStatement(sql: sql)
-        let eventID = Self.newEventID()
+        let eventID = WebhookPayloads.newEventID()
         for endpoint in endpoints {
             var arguments: StatementArguments = ["eventID": eventID, "endpoint": endpoint, "event": event.rawValue, "at": at, "extra": extra]
             arguments += subject
             try statement.execute(arguments: arguments)
         }
-    }
-
-    /// A JSON object of the non-nil values, for a payload's `extra`.
-    static func extraJSON(_ key: String, _ values: [String: String?]) -> String {
-        let present = values.compactMapValues { $0 }
-        guard let data = try? JSONSerialization.data(withJSONObject: [key: present], options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// 128 random bits in hex.
-    private static func newEventID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String(format: "%016llx%016llx", generator.next() as UInt64, generator.next() as UInt64)
     }
 
     public func claimWebhookDeliveries(endpoint: String, limit: Int, lease: TimeInterval, now: Date) throws -> [WebhookDelivery] {
@@ -112,25 +99,11 @@ extension SQLiteStore {
                         RETURNING id, event_id, endpoint, event, payload, attempts
                         """),
                 arguments: ["lease": until, "endpoint": endpoint, "now": at, "limit": limit]
-            ).map { row in
-                WebhookDelivery(
-                    id: row["id"], eventID: row["event_id"], endpoint: row["endpoint"], event: row["event"], payload: row["payload"],
-                    attempts: row["attempts"], leaseUntil: Date(milliseconds: until))
-            }.sorted { $0.id < $1.id }
+            ).map { Records.webhookDelivery($0, leaseUntil: until) }.sorted { $0.id < $1.id }
         }
     }
 
     public func recordWebhookDelivery(_ delivery: WebhookDelivery, _ outcome: WebhookOutcome) throws {
-        let at = outcome.at.milliseconds
-        let state: WebhookDeliveryState
-        var next: Int64?
-        switch outcome.decision {
-        case .delivered: state = .delivered
-        case .dead: state = .dead
-        case .retry(let when):
-            state = .queued
-            next = when.milliseconds
-        }
         try pool.write { db in
             try db.execute(
                 sql: """
@@ -139,10 +112,7 @@ extension SQLiteStore {
                         last_status = :status, last_error = :error
                     WHERE id = :id AND lease_until = :lease
                     """,
-                arguments: [
-                    "state": state.rawValue, "at": at, "next": next, "status": outcome.status, "error": outcome.error.map { String($0.prefix(500)) },
-                    "id": delivery.id, "lease": delivery.leaseUntil.milliseconds,
-                ])
+                arguments: StatementArguments(WebhookPayloads.deliveryUpdate(delivery, outcome)))
         }
     }
 
@@ -173,13 +143,7 @@ extension SQLiteStore {
                             AS last_error_at
                     FROM webhook_deliveries d GROUP BY endpoint ORDER BY endpoint
                     """
-            ).map { row in
-                WebhookEndpointSummary(
-                    endpoint: row["endpoint"], queued: row["queued"], delivered: row["delivered"], dead: row["dead"],
-                    oldestQueuedAt: (row["oldest_queued"] as Int64?).map(Date.init(milliseconds:)),
-                    lastDeliveredAt: (row["last_delivered"] as Int64?).map(Date.init(milliseconds:)), lastError: row["last_error"],
-                    lastErrorAt: (row["last_error_at"] as Int64?).map(Date.init(milliseconds:)))
-            }
+            ).map(Records.webhookSummary)
         }
     }
 

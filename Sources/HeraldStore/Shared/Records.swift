@@ -1,10 +1,11 @@
 import Foundation
 import HeraldCore
 
-/// Decoding PostgreSQL ledger rows into the records of `HeraldCore`, and back into statement arguments.
-enum PostgresRecords {
-    static func account(_ row: SQLRow) -> Account {
-        Account(
+/// Decoding ledger rows of either store into the records of `HeraldCore`, and back into statement arguments.
+enum Records {
+    static func account(_ plain: some LedgerRow) -> Account {
+        let row = RecordRow(plain)
+        return Account(
             uid: row["uid"], email: row["email"], emailVerified: row["email_verified"], passwordHash: row["password_hash"],
             displayName: row["display_name"], disabled: row["disabled"], emailLinkSignin: row["email_link_signin"],
             validSince: row["valid_since"], createdAt: Date(milliseconds: row["created_at"]),
@@ -13,19 +14,22 @@ enum PostgresRecords {
             photoURL: row["photo_url"], initialEmail: row["initial_email"])
     }
 
-    static func arguments(_ account: Account) -> SQLArguments {
+    /// The account's columns, named as in `accounts`.
+    static func values(_ account: Account) -> [String: SQLValue] {
         let providerJSON = String(decoding: (try? JSONEncoder().encode(account.providers)) ?? Data("[]".utf8), as: UTF8.self)
-        return [
+        let values: [String: (any SQLBindable)?] = [
             "uid": account.uid, "email": account.email, "email_verified": account.emailVerified, "password_hash": account.passwordHash,
             "display_name": account.displayName, "disabled": account.disabled, "email_link_signin": account.emailLinkSignin,
             "photo_url": account.photoURL, "initial_email": account.initialEmail,
             "valid_since": account.validSince, "created_at": account.createdAt.milliseconds,
             "last_login_at": account.lastLoginAt?.milliseconds, "providers": providerJSON,
         ]
+        return values.mapValues { $0?.sqlValue ?? .null }
     }
 
     /// A code row; `campaign_id` is read when the query joined the outbox.
-    static func code(_ row: SQLRow) -> CodeRecord? {
+    static func code(_ plain: some LedgerRow) -> CodeRecord? {
+        let row = RecordRow(plain)
         guard let kind = ActionKind(rawValue: row["action"]) else { return nil }
         return CodeRecord(
             id: row["id"], kind: kind, email: row["email"], newEmail: row["new_email"], outboxID: row["outbox_id"],
@@ -35,7 +39,8 @@ enum PostgresRecords {
             supersededAt: (row["superseded_at"] as Int64?).map(Date.init(milliseconds:)))
     }
 
-    static func campaign(_ row: SQLRow) throws -> Campaign {
+    static func campaign(_ plain: some LedgerRow) throws -> Campaign {
+        let row = RecordRow(plain)
         guard let kind = ActionKind(rawValue: row["action"]), let state = Campaign.State(rawValue: row["state"]) else {
             throw HeraldError(.notFound, "campaign \(row["id"] as Int64) has an unknown action or state")
         }
@@ -46,7 +51,7 @@ enum PostgresRecords {
             createdAt: Date(milliseconds: row["created_at"]))
     }
 
-    static func message(_ row: SQLRow) throws -> OutboxMessage {
+    static func message(_ row: some LedgerRow) throws -> OutboxMessage {
         var cache = MessageDecoding()
         return try message(row, cache: &cache)
     }
@@ -60,28 +65,9 @@ enum PostgresRecords {
         var columns: [String: Int] = [:]
     }
 
-    /// A row read by column position, the positions found once per statement.
-    struct IndexedRow {
-        let row: SQLRow
-        let columns: [String: Int]
-
-        @_disfavoredOverload
-        subscript<Value: SQLDecodable>(_ name: String) -> Value {
-            if let index = columns[name] { return row[index] }
-            return row[name]
-        }
-
-        subscript<Value: SQLDecodable>(_ name: String) -> Value? {
-            if let index = columns[name] { return row[index] }
-            return row[name]
-        }
-    }
-
-    static func message(_ plain: SQLRow, cache: inout MessageDecoding) throws -> OutboxMessage {
-        if cache.columns.isEmpty {
-            for (index, name) in plain.columnNames.enumerated() where cache.columns[name] == nil { cache.columns[name] = index }
-        }
-        let row = IndexedRow(row: plain, columns: cache.columns)
+    static func message(_ plain: some LedgerRow, cache: inout MessageDecoding) throws -> OutboxMessage {
+        if cache.columns.isEmpty { cache.columns = plain.columnPositions() }
+        let row = RecordRow(plain, positions: cache.columns)
         guard let kind = ActionKind(rawValue: row["action"]), let state = OutboxState(rawValue: row["state"]) else {
             throw HeraldError(.notFound, "outbox row \(row["id"] as Int64) has an unknown action or state")
         }

@@ -1,0 +1,67 @@
+import Foundation
+import HeraldCore
+
+/// The send throttle, the hourly quotas and the pruning of the ledger's counters, the same on both stores (each
+/// store runs the statements).
+enum SendLimits {
+    /// The query of a direct send's cooldown: `sent` and `latest` of the recipient's requests of the day.
+    static func queuedCooldown(_ request: ActionRequest, key: String, at: Int64) -> (sql: String, values: [SQLValue]) {
+        (
+            """
+            SELECT COUNT(*) AS sent, MAX(queued_at) AS latest FROM outbox
+            WHERE recipient_key = ? AND action = ? AND queued_at > ? AND campaign_id IS NULL
+            """, [.text(key), .text(request.kind.rawValue), .int(at - 86_400_000)]
+        )
+    }
+
+    /// The query of a suppressed request's cooldown: `sent` and `latest` of the recipient's suppressed requests of the day.
+    static func suppressedCooldown(_ request: ActionRequest, key: String, at: Int64) -> (sql: String, values: [SQLValue]) {
+        (
+            """
+            SELECT COUNT(*) AS sent, MAX(requested_at) AS latest FROM suppressed_sends
+            WHERE recipient_key = ? AND action = ? AND requested_at > ?
+            """, [.text(key), .text(request.kind.rawValue), .int(at - 86_400_000)]
+        )
+    }
+
+    /// Refuses a request inside the cooldown or over the daily cap, from the cooldown query's `sent` and `latest`.
+    static func checkCooldown(_ throttle: SendThrottle, key: String, at: Int64, sent: Int, latest: Int64?) throws {
+        let coolingDown = latest.map { at - $0 < Int64(throttle.cooldown * 1000) } ?? false
+        if coolingDown || sent >= throttle.dailyCap {
+            throw LimitRefusal(counter: "recipient", key: EmailAddress.ledgerKey(key), error: HeraldError(.tooManyAttempts, ""))
+        }
+    }
+
+    /// The quotas an email counts against: scope, key and hourly limit of each that applies.
+    static func quotas(_ quota: SendQuota) -> [(scope: String, key: String, limit: Int)] {
+        [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)].filter { $0.2 > 0 }
+    }
+
+    /// Refuses an email over a quota that has counted `count` this hour.
+    static func checkQuota(scope: String, key: String, limit: Int, count: Int) throws {
+        if count >= limit {
+            let error = HeraldError(scope == "project" ? .quotaExceeded : .tooManyAttempts, "")
+            throw LimitRefusal(counter: scope, key: key, error: error)
+        }
+    }
+
+    /// The statements `pruneEvents` runs, each deleting at most 10,000 rows, with its one argument.
+    static func pruneStatements(before: Date) -> [(sql: String, value: Int64)] {
+        let at = before.milliseconds
+        let hour = at / 3_600_000
+        let quotaHour = Date().milliseconds / 3_600_000 - 2
+        return [
+            ("DELETE FROM link_events WHERE id IN (SELECT id FROM link_events WHERE at < ? LIMIT 10000)", at),
+            ("DELETE FROM suppressed_sends WHERE id IN (SELECT id FROM suppressed_sends WHERE requested_at < ? LIMIT 10000)", at),
+            ("DELETE FROM account_events WHERE id IN (SELECT id FROM account_events WHERE at < ? LIMIT 10000)", at),
+            // Webhook deliveries that are done; queued ones stay however old (nothing is lost by a long outage).
+            (
+                "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < ? AND state <> 'queued' LIMIT 10000)",
+                at
+            ),
+            ("DELETE FROM abuse_counts WHERE hour < ?", hour),  // one row per counter, key and hour: small
+            // Quotas read only the current hour: a couple of hours of counts is all they need, whatever the retention.
+            ("DELETE FROM send_counts WHERE hour < ?", max(hour, quotaHour)),
+        ]
+    }
+}

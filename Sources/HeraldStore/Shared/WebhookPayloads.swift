@@ -1,0 +1,57 @@
+import Foundation
+import HeraldCore
+
+/// The parts of webhook and link-event writing that are the same on both stores (the SQL building each
+/// payload is the store's own).
+enum WebhookPayloads {
+    /// A JSON object of the non-nil values, for a payload's `extra`.
+    static func extraJSON(_ key: String, _ values: [String: String?]) -> String {
+        let present = values.compactMapValues { $0 }
+        guard let data = try? JSONSerialization.data(withJSONObject: [key: present], options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Who used a link, for a webhook payload's `visitor`.
+    static func visitorJSON(_ visitor: Visitor) -> String {
+        extraJSON("visitor", ["ip": visitor.ip, "userAgent": visitor.userAgent.map { String($0.prefix(512)) }])
+    }
+
+    /// 128 random bits in hex.
+    static func newEventID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(format: "%016llx%016llx", generator.next() as UInt64, generator.next() as UInt64)
+    }
+
+    /// The most clicks and rejections one code keeps as rows: enough for the audit (scanners, the person, a
+    /// retry), and a bound on what anyone holding one real code can add by reloading its page.
+    static let eventsPerCode = 20
+
+    /// The event a recorded delivery outcome emits, if any.
+    static func event(_ decision: DeliveryRecord.Decision) -> WebhookEvent? {
+        switch decision {
+        case .sent: .sent
+        case .failed: .failed
+        case .dead: .dead
+        case .deferred, .returned: nil
+        }
+    }
+
+    /// The columns `recordWebhookDelivery` sets from an outcome, as named arguments (`:state`, `:at`, `:next`,
+    /// `:status`, `:error`, `:id`, `:lease`).
+    static func deliveryUpdate(_ delivery: WebhookDelivery, _ outcome: WebhookOutcome) -> [String: SQLValue] {
+        let state: WebhookDeliveryState
+        var next: Int64?
+        switch outcome.decision {
+        case .delivered: state = .delivered
+        case .dead: state = .dead
+        case .retry(let when):
+            state = .queued
+            next = when.milliseconds
+        }
+        let values: [String: (any SQLBindable)?] = [
+            "state": state.rawValue, "at": outcome.at.milliseconds, "next": next, "status": outcome.status,
+            "error": outcome.error.map { String($0.prefix(500)) }, "id": delivery.id, "lease": delivery.leaseUntil.milliseconds,
+        ]
+        return values.mapValues { $0?.sqlValue ?? .null }
+    }
+}
