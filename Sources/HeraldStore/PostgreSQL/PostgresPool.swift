@@ -225,7 +225,8 @@ final class PostgresPool: @unchecked Sendable {
             if error.code == .authMechanismRequiresPassword {
                 throw HeraldError(.invalidConfiguration, "database \(location): the server wants a password; set HERALD_DATABASE_PASSWORD")
             }
-            throw HeraldError(.unavailable, "ledger unavailable: \(location): \(error.code)")
+            // The underlying error says what happened (connection refused, a timeout, a reset).
+            throw HeraldError(.unavailable, "ledger unavailable: \(location): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
         } catch {
             throw HeraldError(.unavailable, "ledger unavailable: \(location): \(error)")
         }

@@ -132,7 +132,8 @@ extension PostgresStore {
         let messageIDs = MessageID.Maker(domain: messageDomain)
         guard !recipients.isEmpty else { return [] }
         // The transaction may run again after a serialization failure: everything it changes starts afresh inside.
-        let (result, nextPosition) = try writeDurably { db -> ([CampaignAddOutcome], Int64) in
+        // READ COMMITTED: a recipient already in the campaign is settled by ON CONFLICT, not by a read.
+        let (result, nextPosition) = try pool.write(.readCommitted) { db -> ([CampaignAddOutcome], Int64) in
             try Self.notifyQueued(db)
             var position = startPosition
             var outcomes: [CampaignAddOutcome] = []

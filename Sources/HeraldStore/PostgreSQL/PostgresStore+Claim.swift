@@ -258,7 +258,8 @@ extension PostgresStore {
     public func release(_ claimed: [ClaimedMessage], now: Date) throws {
         guard !claimed.isEmpty else { return }
         let at = now.milliseconds
-        try pool.write { db in
+        // Each update is conditional on this claim still holding the row; nothing else is read.
+        try pool.write(.readCommitted) { db in
             for item in claimed { try Self.giveBack(db, item, next: at, reply: nil, at: at) }
         }
     }

@@ -2,17 +2,19 @@ import Foundation
 import HeraldCore
 
 extension PostgresStore {
-    /// Queues one request. The throttle and quota checks and the insert share one SERIALIZABLE transaction
-    /// (`writeDurably`), so two concurrent requests for one recipient cannot both slip through: the loser of the
-    /// race fails to serialize and runs again, then sees the winner's row.
+    /// Queues one request. The throttle and quota checks and the insert share one transaction; it runs at
+    /// READ COMMITTED with explicit locks rather than SERIALIZABLE, so that requests for different recipients and
+    /// bulk inserts never fail each other's serialization: the throttle's advisory lock on the recipient's key makes
+    /// a second request for it wait and then see the first one's row, and the quota counts by upsert first.
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
         -> Int64
     {
         let at = now.milliseconds
         let key = request.recipient.throttleKey
-        return try writeDurably { db in
+        return try pool.write(.readCommitted) { db in
             try Self.notifyQueued(db)
             if let throttle {
+                try Self.lockThrottle(db, key: key)
                 try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
             }
             if let quota { try Self.charge(db, quota, at: at) }
@@ -39,7 +41,8 @@ extension PostgresStore {
                 // The transaction may run again (a lost serialization race): the bulk id it used is kept only once
                 // it committed, so a rolled-back attempt never leaves the next batch an id that does not exist.
                 let known = bulkID
-                let (inserted, usedBulkID) = try writeDurably { db -> (Int, Int64?) in
+                // READ COMMITTED: the only check is the bulk key's uniqueness, which ON CONFLICT settles.
+                let (inserted, usedBulkID) = try pool.write(.readCommitted) { db -> (Int, Int64?) in
                     try Self.notifyQueued(db)
                     var id = known
                     if let bulkKey, id == nil { id = try Self.bulkSend(db, key: bulkKey, at: at) }

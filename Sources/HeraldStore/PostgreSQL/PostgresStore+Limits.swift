@@ -7,8 +7,9 @@ extension PostgresStore {
     ) throws {
         let at = now.milliseconds
         let key = request.recipient.throttleKey
-        try writeDurably { db in
+        try pool.write(.readCommitted) { db in
             if let throttle {
+                try Self.lockThrottle(db, key: key)
                 try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.suppressedCooldown(request, key: key, at: at))
             }
             if let quota { try Self.charge(db, quota, at: at) }
@@ -28,22 +29,28 @@ extension PostgresStore {
     }
 
     /// Counts one email against the project's and the account's hourly quotas, refusing it if either is spent.
+    ///
+    /// Counts first, then checks: the upsert locks the counter row until the transaction ends, so concurrent
+    /// requests from any node count one after another at any isolation level, and a refusal throws, which rolls
+    /// its own count back.
     static func charge(_ db: PostgresSession, _ quota: SendQuota, at: Int64) throws {
         let hour = at / 3_600_000
-        let limits = SendLimits.quotas(quota)
-        for (scope, key, limit) in limits {
-            let count =
+        for (scope, key, limit) in SendLimits.quotas(quota) {
+            let counted =
                 try db.fetchValue(
-                    "SELECT count FROM send_counts WHERE scope = ? AND key = ? AND hour = ?", [scope, key, hour], as: Int.self) ?? 0
-            try SendLimits.checkQuota(scope: scope, key: key, limit: limit, count: count)
+                    """
+                    INSERT INTO send_counts (scope, key, hour, count) VALUES (?, ?, ?, 1)
+                    ON CONFLICT (scope, key, hour) DO UPDATE SET count = send_counts.count + 1
+                    RETURNING count
+                    """, [scope, key, hour], as: Int.self) ?? 1
+            try SendLimits.checkQuota(scope: scope, key: key, limit: limit, count: counted - 1)
         }
-        for (scope, key, _) in limits {
-            try db.execute(
-                """
-                INSERT INTO send_counts (scope, key, hour, count) VALUES (?, ?, ?, 1)
-                ON CONFLICT (scope, key, hour) DO UPDATE SET count = send_counts.count + 1
-                """, [scope, key, hour])
-        }
+    }
+
+    /// Makes concurrent requests for one recipient take turns (a transaction-scoped advisory lock on its throttle
+    /// key), so the second sees the first's row when it checks the cooldown and the daily cap.
+    static func lockThrottle(_ db: PostgresSession, key: String) throws {
+        try db.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 7260219))", ["throttle:" + key])
     }
 
     public func chargeQuota(_ quota: SendQuota, now: Date) throws {

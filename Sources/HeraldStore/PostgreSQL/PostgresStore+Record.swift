@@ -11,10 +11,21 @@ extension PostgresStore {
     /// worker's outcome. The attempts of the whole batch are inserted by one statement, in batch order.
     public func record(_ batch: [(claimed: ClaimedMessage, record: DeliveryRecord)], policy: ClaimPolicy) throws {
         guard !batch.isEmpty else { return }
-        try pool.write { db in
+        // READ COMMITTED: every update is conditional on the row's owner and lease, re-checked after any lock
+        // wait, so workers recording at once never fail each other's serialization.
+        try pool.write(.readCommitted) { db in
             var attempts = AttemptRows(capacity: batch.count)
+            // Sends, nearly every outcome, move their rows and start their codes' lifetimes in two statements for the
+            // whole batch; the rest go one by one.
+            let sentMoved = try Self.recordSent(db, batch, policy: policy)
             for (claimed, record) in batch {
-                let changed = try Self.record(db, claimed, record, policy: policy, &attempts)
+                let changed: Bool
+                if case .sent = record.decision {
+                    changed = sentMoved.contains(claimed.message.id)
+                    attempts.append(claimed, record, next: nil)
+                } else {
+                    changed = try Self.record(db, claimed, record, policy: policy, &attempts)
+                }
                 // Only an outcome that moved the row is an event: a late result after another worker took it is not.
                 if changed, let event = WebhookPayloads.event(record.decision) {
                     try emitWebhook(db, event, outboxID: claimed.message.id, at: record.finishedAt.milliseconds)
@@ -26,10 +37,55 @@ extension PostgresStore {
 
     /// `sent`, unless a bounce or complaint about this send came back before it was recorded (a local MTA can
     /// bounce within milliseconds): the claim set `updated_at`, and every report since is about this send.
-    private static let sentState = """
-        COALESCE((SELECT CASE WHEN bool_or(f.kind = 'complaint') THEN 'complained' ELSE 'bounced' END FROM mail_feedback f
-            WHERE f.outbox_id = outbox.id AND f.kind <> 'unsubscribe' AND f.received_at >= outbox.updated_at HAVING COUNT(*) > 0), 'sent')
+    private static func sentState(_ table: String) -> String {
         """
+        COALESCE((SELECT CASE WHEN bool_or(f.kind = 'complaint') THEN 'complained' ELSE 'bounced' END FROM mail_feedback f
+            WHERE f.outbox_id = \(table).id AND f.kind <> 'unsubscribe' AND f.received_at >= \(table).updated_at HAVING COUNT(*) > 0), 'sent')
+        """
+    }
+
+    /// Moves every sent row of the batch that this claim still holds (same lease) to `sent` and starts its code's
+    /// lifetime, one statement each for all of them; returns the ids of the rows it moved.
+    private static func recordSent(
+        _ db: PostgresSession, _ batch: [(claimed: ClaimedMessage, record: DeliveryRecord)], policy: ClaimPolicy
+    ) throws -> Set<Int64> {
+        var ids: [Int64] = []
+        var leases: [Int64] = []
+        var finished: [Int64] = []
+        var replyCodes: [Int64] = []
+        var hasReplyCode: [Int64] = []
+        var replies: [String] = []
+        var codeIDs: [Int64] = []
+        var expiries: [Int64] = []
+        for (claimed, record) in batch {
+            guard case .sent = record.decision else { continue }
+            let at = record.finishedAt.milliseconds
+            ids.append(claimed.message.id)
+            // A claimed row always has a lease; -1 matches none, as the single-row update's NULL would.
+            leases.append(claimed.message.leaseUntil?.milliseconds ?? -1)
+            finished.append(at)
+            replyCodes.append(record.replyCode.map(Int64.init) ?? 0)
+            hasReplyCode.append(record.replyCode == nil ? 0 : 1)
+            replies.append(record.replyText)
+            let lifetime = claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)
+            codeIDs.append(claimed.codeID)
+            expiries.append(at + Int64(lifetime * 1000))
+        }
+        guard !ids.isEmpty else { return [] }
+        let moved = try db.fetchColumn(
+            """
+            UPDATE outbox o SET state = \(sentState("o")), sent_at = u.finished, lease_until = NULL, updated_at = u.finished,
+                last_reply_code = CASE WHEN u.has_code <> 0 THEN u.code END, last_reply = u.reply
+            FROM unnest(?1::bigint[], ?2::bigint[], ?3::bigint[], ?4::bigint[], ?5::bigint[], ?6::text[])
+                AS u(id, lease, finished, code, has_code, reply)
+            WHERE o.id = u.id AND o.state = 'sending' AND o.lease_until = u.lease
+            RETURNING o.id
+            """, [ids, leases, finished, replyCodes, hasReplyCode, replies], as: Int64.self)
+        try db.execute(
+            "UPDATE action_codes c SET expires_at = u.expires FROM unnest(?1::bigint[], ?2::bigint[]) AS u(id, expires) WHERE c.id = u.id",
+            [codeIDs, expiries])
+        return Set(moved)
+    }
 
     /// The delivery attempts of one batch, one array per column, inserted together by `insert`.
     /// Nullable values travel with a 0/1 array saying which are present (an array argument cannot hold NULL).
@@ -92,27 +148,18 @@ extension PostgresStore {
         }
     }
 
-    /// Records one outcome (its attempt goes to `attempts`); true when it moved the row (this claim still held it).
+    /// Records one outcome other than a send (its attempt goes to `attempts`); true when it moved the row (this
+    /// claim still held it).
     private static func record(
         _ db: PostgresSession, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy, _ attempts: inout AttemptRows
     ) throws -> Bool {
         let finished = record.finishedAt.milliseconds
-        let replyCode = record.replyCode.map(Int64.init)
         let next: Int64?
         var changed = false
         switch record.decision {
         case .sent:
-            next = nil
-            changed =
-                try db.execute(
-                    """
-                    UPDATE outbox SET state = \(sentState), sent_at = ?1, lease_until = NULL, updated_at = ?1,
-                        last_reply_code = ?2, last_reply = ?3
-                    WHERE id = ?4 AND state = 'sending' AND lease_until = ?5
-                    """, [finished, replyCode, record.replyText, claimed.message.id, claimed.message.leaseUntil?.milliseconds]) > 0
-            let lifetime = claimed.message.linkLifetime ?? policy.lifetime(claimed.message.kind)
-            try db.execute(
-                "UPDATE action_codes SET expires_at = ?1 WHERE id = ?2", [finished + Int64(lifetime * 1000), claimed.codeID])
+            // Recorded for the whole batch by `recordSent`.
+            return false
         case .deferred(let until):
             next = until.milliseconds
             changed = try update(db, claimed, state: "deferred", record, next: next, at: finished)

@@ -37,7 +37,8 @@ extension PostgresStore {
     @discardableResult
     public func returnOrphans(ofWorker id: String, reason: String, maxAttempts: Int, now: Date) throws -> (interrupted: Int, returned: Int) {
         let at = now.milliseconds
-        return try pool.write { db in
+        // READ COMMITTED: the orphaned rows are locked (FOR UPDATE) before they are returned.
+        return try pool.write(.readCommitted) { db in
             try db.execute("UPDATE workers SET stopped_at = ? WHERE id = ? AND stopped_at IS NULL", [at, id])
             // Owners are '<id>/<connection>:<bound>': the range ['<id>/', '<id>0') holds exactly them ('0' follows '/').
             return try returnOrphans(
