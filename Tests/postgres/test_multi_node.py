@@ -294,3 +294,34 @@ def test_a_bad_database_url_stops_migrate_with_one_line(postgres, herald, tmp_pa
     config = write_config(tmp_path, name="good.yaml")
     result = herald("migrate", config=config, check=False, env={"HERALD_DATABASE_URL": "postgres://nobody@127.0.0.1:1/x"})
     assert_one_error_line(result, "postgres://nobody@127.0.0.1:1/x")
+
+
+# --------------------------------------------------------------------------- 5
+RATE = 20  # worker.maxRate: messages per second for all workers together
+RATED = 60
+
+
+def test_worker_max_rate_is_one_cap_for_every_worker_process(postgres, herald, start_capture, tmp_path):
+    capture_log = tmp_path / "rated.jsonl"
+    capture = start_capture(jsonl=capture_log)
+    # Small claims, so that both workers hold and send rows throughout instead of one claiming them all.
+    config = write_config(tmp_path, capture, name="rated.yaml", database={"url": postgres.url},
+                          worker={"maxRate": RATE, "batchSize": 4, "pollInterval": "100ms"})
+    recipients = write_recipients(tmp_path, [f"rated{i:03d}@x.test" for i in range(RATED)])
+    herald("send", "sign-in", "--recipients", recipients, "--continue-url", CONTINUE, config=config)
+    workers = [herald.start("worker", config=config, name=f"rated{i}") for i in range(2)]
+    wait_until(lambda: postgres.states() == {"sent": RATED}, timeout=60, what=f"{RATED} rows sent", interval=0.2)
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait(timeout=30) == 0, worker.stderr()
+
+    senders = postgres.query("SELECT DISTINCT split_part(claimed_by, '/', 1) AS worker FROM outbox")
+    assert len(senders) == 2, f"the test needs both workers sending, and rows were sent by {senders}"
+    times = sorted(r["received_at"] for r in receptions(capture_log))
+    assert len(times) == RATED, f"{len(times)} messages received for {RATED} rows"
+    span = times[-1] - times[0]
+    # One cap for both: 60 sends at 20/s span at least 59/20 = 2.95 s (slots are reserved 100 ms at a time, so a
+    # little less at the edges); two caps of their own would let the pair finish in half that.
+    assert span >= (RATED - 1) / RATE - 0.5, f"{RATED} messages in {span:.2f} s: faster than one cap of {RATE}/s"
+    print(f"{RATED} messages in {span:.2f} s by 2 workers at maxRate {RATE}")
