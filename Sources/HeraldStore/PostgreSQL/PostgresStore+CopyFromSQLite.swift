@@ -72,7 +72,7 @@ extension PostgresStore {
                         batch.removeAll(keepingCapacity: true)
                     }
                     while let row = try cursor.next() {
-                        batch.append(columns.indices.map { Self.sqlValue(row[$0] as DatabaseValue) })
+                        batch.append(columns.indices.map { SQLValue.fromDatabaseValue(row[$0] as DatabaseValue) ?? .null })
                         if batch.count == perBatch { try flush() }
                     }
                     try flush()
@@ -94,16 +94,6 @@ extension PostgresStore {
                 report.tables.append((table, copied))
             }
             return report
-        }
-    }
-
-    static func sqlValue(_ value: DatabaseValue) -> SQLValue {
-        switch value.storage {
-        case .null: .null
-        case .int64(let v): .int(v)
-        case .double(let v): .double(v)
-        case .string(let v): .text(v)
-        case .blob(let v): .bytes(v)
         }
     }
 }
