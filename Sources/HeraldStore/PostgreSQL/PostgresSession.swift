@@ -13,8 +13,6 @@ public struct PostgresFailure: Error, CustomStringConvertible, Sendable {
 
     /// 23505: a UNIQUE or PRIMARY KEY constraint refused the row.
     public var isUniqueViolation: Bool { sqlState == "23505" }
-    /// 23503: a foreign key refused the row.
-    public var isForeignKeyViolation: Bool { sqlState == "23503" }
     /// 40001 or 40P01: the transaction lost a race with another and may simply run again.
     public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
 

@@ -5,8 +5,9 @@ import HeraldCore
 /// `HeraldStore` protocols as `SQLiteStore`.
 ///
 /// Every operation is one transaction on a pooled connection and blocks its caller, as SQLite's do. Writes are
-/// SERIALIZABLE and run again when they lose a race; the worker's claim is READ COMMITTED with
-/// `FOR UPDATE SKIP LOCKED`, so workers on other hosts take different rows without waiting for each other.
+/// SERIALIZABLE and run again when they lose a race, except the high-volume ones (enqueue, bulk and campaign
+/// inserts, claim, record, release, orphan returns), which run READ COMMITTED with explicit locks: the claim's
+/// `FOR UPDATE SKIP LOCKED`, an advisory lock per throttled recipient, the quota counted by upsert first.
 ///
 /// ```swift
 /// let store = try PostgresStore(location: PostgresLocation(url: "postgres://herald@db.internal/herald"))

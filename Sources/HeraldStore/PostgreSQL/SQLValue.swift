@@ -75,8 +75,6 @@ public struct SQLArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDi
     public static func += (lhs: inout SQLArguments, rhs: SQLArguments) { lhs = lhs + rhs }
 
     public mutating func append(_ value: (any SQLBindable)?) { positional.append(value?.sqlValue ?? .null) }
-
-    public mutating func set(_ name: String, _ value: (any SQLBindable)?) { named[name] = value?.sqlValue ?? .null }
 }
 
 /// A Swift value read from a column; a mismatch is a programming error, reported with the column's name.
