@@ -130,11 +130,11 @@ final class LedgerDesk: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Whether `connection` may start a send: fewer than `unrecordedPerConnection` of its outcomes await
-    /// recording (`wake` is called as records commit).
-    func mayStart(_ connection: Int) -> Bool {
+    /// Whether `connection` may start a send beside the `inFlight` it has under way: fewer than
+    /// `unrecordedPerConnection` of its sends are in flight or await recording (`wake` is called as records commit).
+    func mayStart(_ connection: Int, inFlight: Int) -> Bool {
         condition.withLock {
-            let may = lanes[connection].handed - lanes[connection].recorded < worker.policy.unrecordedPerConnection
+            let may = lanes[connection].handed - lanes[connection].recorded + inFlight < worker.policy.unrecordedPerConnection
             if !may { sendLoopWaits = true }
             return may
         }

@@ -4,12 +4,16 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 
-/// Renders and signs claimed rows ahead of the send loop, on every core, when messages are DKIM-signed.
+/// Renders and signs claimed rows ahead of the send loop, on every core: always when messages are DKIM-signed,
+/// and for unsigned mail when the worker has fewer connections than cores.
 ///
 /// An RSA signature costs more than the rest of a send (about 0.7 ms here); made on the send loop's one
 /// thread, it held a signing worker to a fifth of its unsigned rate. A lane's rows are handed over as it takes
 /// them from the desk and rendered in queue order beside the loop, which then only waits for a row that is
-/// not ready yet. Unsigned mail is rendered in the loop as before: a hand-off would cost more than it saves.
+/// not ready yet. With one connection the loop waits on the server's replies between messages and rendering
+/// there is on every message's path, so rendering ahead on an idle core made one connection 25–35 % faster
+/// (20,000 messages, 2 cores); with as many connections as cores the cores are busy and the hand-off only
+/// added CPU (3.24 s against 3.47 s at four connections), so unsigned mail is then rendered in the loop.
 /// `@unchecked Sendable`: the state is guarded by `condition`.
 final class RenderAhead: @unchecked Sendable {
     typealias Rendered = Result<MessageComposer.Composed, HeraldError>

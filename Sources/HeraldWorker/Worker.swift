@@ -160,17 +160,18 @@ public struct Worker: Sendable {
         /// Rows claimed for it, sent in order from `next`.
         var queue: [ClaimedMessage] = []
         var next = 0
-        /// The send in progress.
-        var sending: (claimed: ClaimedMessage, started: Date)?
+        /// The sends in progress, in the order they started (and finish): up to the dispatcher's `depth`.
+        var sending: [(claimed: ClaimedMessage, started: Date)] = []
         /// No more rows will come, or the worker stops.
         var finished = false
         let breaker: ConnectionBreaker
     }
 
-    /// The send loop, on one thread for every connection: each idle connection takes its next row, the row is
+    /// The send loop, on one thread for every connection: each connection with room (`MailDispatcher.depth`: a
+    /// pipelining connection holds its next message while one is under way) takes its next row, the row is
     /// rendered and its send started; then one poll waits for replies on every connection at once, and each
-    /// finished send goes to the desk. A connection starts a send only while fewer than
-    /// `worker.unrecordedPerConnection` of its outcomes await recording.
+    /// finished send goes to the desk. A connection starts a send only while its sends in progress and its
+    /// outcomes awaiting recording are fewer than `worker.unrecordedPerConnection`.
     private func sendLoop(_ context: SendLoop, _ dispatcher: any MailDispatcher) throws -> WorkerSummary {
         let stop = context.stop
         let desk = context.desk
@@ -178,7 +179,9 @@ public struct Worker: Sendable {
             Lane(breaker: ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap))
         }
         var summary = WorkerSummary()
-        let ahead = composer.dkim == nil ? nil : RenderAhead(render: prepare)
+        // Signed mail is always rendered ahead; unsigned mail when the connections leave cores idle (`RenderAhead`).
+        let renderAhead = composer.dkim != nil || dispatcher.lanes < ProcessInfo.processInfo.activeProcessorCount
+        let ahead = renderAhead ? RenderAhead(render: prepare) : nil
         /// Hands a connection's unsent rows back to the queue at once.
         func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {
             guard !rows.isEmpty else { return }
@@ -191,7 +194,7 @@ public struct Worker: Sendable {
         }
         /// Starts the connection's next send when it may.
         func startNext(_ lane: Int) throws {
-            while !lanes[lane].finished && lanes[lane].sending == nil {
+            while !lanes[lane].finished && lanes[lane].sending.count < dispatcher.depth {
                 if stop.isStopped {
                     try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
                     (lanes[lane].queue, lanes[lane].next, lanes[lane].finished) = ([], 0, true)
@@ -201,7 +204,7 @@ public struct Worker: Sendable {
                     lanes[lane].finished = true  // its rows return once this worker is found gone
                     return
                 }
-                guard lanes[lane].breaker.pause == nil, desk.mayStart(lane) else { return }
+                guard lanes[lane].breaker.pause == nil, desk.mayStart(lane, inFlight: lanes[lane].sending.count) else { return }
                 if lanes[lane].next == lanes[lane].queue.count {
                     switch desk.rows(lane) {
                     case .rows(let rows):
@@ -228,7 +231,7 @@ public struct Worker: Sendable {
                 case .success(let composed):
                     rateLimiter?.acquire()
                     dispatcher.start(lane: lane, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
-                    lanes[lane].sending = (claimed, started)
+                    lanes[lane].sending.append((claimed, started))
                 case .failure(let error):
                     let result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
                     try finish(lane, claimed, started, result)
@@ -237,6 +240,8 @@ public struct Worker: Sendable {
         }
         /// Hands a finished send to the desk; a connection failure pauses the connection and returns its rows.
         func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) throws {
+            // Nothing of it left (it waited behind a send whose connection failed): back to the queue, unrecorded.
+            if result.outcome == .unsent { return try giveBack(lane, [claimed]) }
             var pause: TimeInterval?
             if result.outcome == .connection {
                 pause = lanes[lane].breaker.failed(result.replyText)
@@ -260,13 +265,13 @@ public struct Worker: Sendable {
         }
         while true {
             for lane in lanes.indices { try startNext(lane) }
-            if lanes.allSatisfy({ $0.finished && $0.sending == nil }) { break }
+            if lanes.allSatisfy({ $0.finished && $0.sending.isEmpty }) { break }
             // Replies, a wake-up from the desk, the end of a pause, or a look at the stop signal, whichever is first.
-            let pauseEnds = lanes.compactMap { $0.sending == nil && !$0.finished ? $0.breaker.pause?.until : nil }.min()
+            let pauseEnds = lanes.compactMap { $0.sending.isEmpty && !$0.finished ? $0.breaker.pause?.until : nil }.min()
             let timeout = min(0.2, max(0.001, pauseEnds?.timeIntervalSinceNow ?? 0.2))
             for (lane, result) in dispatcher.poll(timeout: timeout) {
-                guard let (claimed, started) = lanes[lane].sending else { continue }
-                lanes[lane].sending = nil
+                guard !lanes[lane].sending.isEmpty else { continue }
+                let (claimed, started) = lanes[lane].sending.removeFirst()
                 try finish(lane, claimed, started, result)
             }
         }
@@ -316,7 +321,7 @@ public struct Worker: Sendable {
         case .permanent:
             decision = .failed
             summary.failed += 1
-        case .connection:
+        case .connection, .unsent:  // `finish` hands unsent rows back itself: they never reach the desk
             decision = .returned(until: outcome.finishedAt.addingTimeInterval(outcome.pause ?? connectionBackoff.base))
             summary.returned += 1
         case .transient where message.attempts >= policy.maxAttempts:

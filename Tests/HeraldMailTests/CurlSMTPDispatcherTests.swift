@@ -52,6 +52,62 @@ final class OneConnection {
         #expect(received.map { $0.recipients[0] } == (1...25).map { "b\($0)@example.com" })
     }
 
+    /// Keeps two messages in flight on one lane (`depth`) until `count` have finished; returns their results in order.
+    func sendTwoAtATime(_ dispatcher: CurlSMTPDispatcher, count: Int, recipient: (Int) -> String) -> [DeliveryResult] {
+        var results: [DeliveryResult] = []
+        var started = 0
+        while results.count < count {
+            while started < count && started - results.count < dispatcher.depth {
+                started += 1
+                dispatcher.start(lane: 0, from: "a@herald.test", to: [recipient(started)], message: message(started))
+            }
+            for (lane, result) in dispatcher.poll(timeout: 1) {
+                #expect(lane == 0)
+                results.append(result)
+            }
+        }
+        return results
+    }
+
+    @Test(arguments: [true, false]) func aLaneCarriesTwoMessagesAtOnceAndTheyFinishInOrder(pipelining: Bool) throws {
+        let server = try CaptureSMTPServer(pipelining ? [] : ["--no-pipelining"])
+        let dispatcher = try CurlSMTPDispatcher(settings: settings(server), lanes: 1)
+        #expect(dispatcher.depth == 2)
+        let results = sendTwoAtATime(dispatcher, count: 30) { "b\($0)@example.com" }
+        #expect(results.map(\.outcome) == Array(repeating: .sent, count: 30))
+        #expect(dispatcher.connectionsOpened == 1)
+        let received = try server.received()
+        #expect(received.map { $0.recipients[0] } == (1...30).map { "b\($0)@example.com" })
+        #expect(received.map(\.text).allSatisfy { $0.contains("Subject: ") })
+        dispatcher.close()
+    }
+
+    @Test func theMessageBehindARefusedOneGoesOnAFreshConnection() throws {
+        // The first content is refused after the second message's commands went out behind it.
+        let server = try CaptureSMTPServer(["--script", "1:550:5.7.1 Content rejected"])
+        let dispatcher = try CurlSMTPDispatcher(settings: settings(server), lanes: 1)
+        let results = sendTwoAtATime(dispatcher, count: 3) { "m\($0)@example.com" }
+        #expect(results.map(\.outcome) == [.permanent, .sent, .sent])
+        #expect(results[0].replyText == "550 5.7.1 Content rejected")
+        #expect(try server.received().map { $0.recipients[0] } == ["m2@example.com", "m3@example.com"])
+        #expect(dispatcher.connectionsOpened == 2)
+        dispatcher.close()
+    }
+
+    @Test func aBrokenConnectionFailsTheMessageBehindItUnsent() throws {
+        let server = try CaptureSMTPServer(["--script", "1:drop"])
+        let dispatcher = try CurlSMTPDispatcher(settings: settings(server), lanes: 1)
+        let results = sendTwoAtATime(dispatcher, count: 2) { "m\($0)@example.com" }
+        #expect(results.map(\.outcome) == [.connection, .unsent])
+        #expect(results[1].replyText.hasPrefix("not sent: "), "\(results[1].replyText)")
+        #expect(try server.received().isEmpty)
+        // Both go again on a fresh connection, once each.
+        let again = sendTwoAtATime(dispatcher, count: 2) { "m\($0)@example.com" }
+        #expect(again.map(\.outcome) == [.sent, .sent])
+        #expect(try server.received().map { $0.recipients[0] } == ["m1@example.com", "m2@example.com"])
+        dispatcher.close()
+    }
+
     @Test func bodyLineStartingWithDotArrivesIntact() throws {
         let server = try CaptureSMTPServer()
         let connection = try OneConnection(settings: settings(server))

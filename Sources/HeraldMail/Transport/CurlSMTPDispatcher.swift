@@ -7,18 +7,25 @@ import HeraldCore
 /// libcurl opens each connection — TCP, greeting, EHLO, STARTTLS, AUTH, `CURLOPT_CONNECT_ONLY` — on a
 /// short-lived thread of its own, so a slow server never holds the others. Herald then speaks each
 /// mail transaction itself through `curl_easy_send`/`curl_easy_recv` (TLS stays libcurl's), without
-/// blocking: when the server advertises PIPELINING, MAIL FROM, RCPT TO and DATA go out in one write
-/// and the message in a second, two round trips where libcurl's own SMTP takes four; otherwise one
-/// command at a time. One `poll(2)` waits on every connection at once.
+/// blocking. When the server advertises PIPELINING (RFC 2920), a lane holds two messages at once
+/// (`depth`): once the first one's 354 arrives, its content, its end of data and the second one's MAIL
+/// FROM, RCPT TO and DATA go out in one write (message content may open a command group), so a
+/// connection carries one write and one round trip per message where libcurl's own SMTP takes four.
+/// Without PIPELINING, one command at a time. One `poll(2)` waits on every connection at once.
 ///
 /// A failure that is not the message's (a timeout, a dropped connection, a refusal of MAIL) closes
 /// the connection at once, and the next message opens a fresh one; so does any refusal, since the
 /// transaction's state is then unknown. A reused connection the server closed while idle (Postfix's
 /// `421` after its idle timeout) is reopened and the message sent again, since none of it had gone.
+/// A lane's second message, whose commands may have gone out behind the first one's content, is never
+/// delivered before its own 354: when the first one is refused it goes on a fresh connection, and when
+/// the connection breaks it finishes `unsent` (the worker hands it back to the queue).
 ///
 /// Only `waker` may be used from other threads.
 public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
     public let lanes: Int
+    /// A lane's message in progress and the next one (`start` takes it while the first is under way).
+    public let depth = 2
     private let settings: SMTPSettings
     private var states: [LaneState]
     private let wakeRead: Int32
@@ -58,7 +65,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
 
     private enum LaneState {
         case idle(SMTPSession?)
-        case opening(Job)
+        case opening(Job, next: Job?)
         case sending(Transaction)
     }
 
@@ -66,7 +73,12 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
     private struct Transaction {
         let session: SMTPSession
         var job: Job
-        /// Replies awaited, in order; commands not yet sent (no PIPELINING) follow them in `unsent`.
+        /// The lane's next message. With PIPELINING its commands follow this message's end of data
+        /// (`nextBegun`); otherwise it begins once this one is answered.
+        var next: Job?
+        var nextBegun = false
+        /// Replies awaited, in order (the next message's after this one's `.body`); commands not yet sent
+        /// (no PIPELINING) follow them in `unsent`.
         var awaiting: [Step]
         var unsent: [(Step, String)]
         var output: [UInt8]
@@ -75,7 +87,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         var lastReply: String?
         /// The server has accepted something of this message (a 2xx or the 354).
         var accepted = false
-        let deadline: DispatchTime
+        var deadline: DispatchTime
     }
 
     public init(settings: SMTPSettings, lanes: Int) throws {
@@ -113,18 +125,28 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
     }
 
     public func start(lane: Int, from sender: String, to recipients: [String], message: [UInt8]) {
-        guard case .idle(let session) = states[lane] else { preconditionFailure("lane \(lane) is already sending") }
         let job = Job(sender: sender, recipients: recipients, message: message)
-        if let session {
-            begin(lane, job, on: session)
-        } else {
-            open(lane, for: job)
+        switch states[lane] {
+        case .idle(let session?):
+            begin(lane, job, next: nil, on: session)
+        case .idle(nil):
+            open(lane, for: job, next: nil)
+        case .opening(let first, next: nil):
+            states[lane] = .opening(first, next: job)
+        case .sending(var transaction) where transaction.next == nil:
+            states[lane] = .idle(nil)  // the transaction's buffers are then its own to change (no copy)
+            transaction.next = job
+            // Its content already queued, the first message's end of data may be followed by this one's commands.
+            if transaction.session.pipelining && transaction.awaiting == [.body] { beginNext(&transaction) }
+            states[lane] = .sending(transaction)
+        default:
+            preconditionFailure("lane \(lane) already holds \(depth) messages")
         }
     }
 
-    /// Opens a connection for the job on a thread of its own; `poll` picks it up.
-    private func open(_ lane: Int, for job: Job) {
-        states[lane] = .opening(job)
+    /// Opens a connection for the job (and the lane's next one) on a thread of its own; `poll` picks it up.
+    private func open(_ lane: Int, for job: Job, next: Job?) {
+        states[lane] = .opening(job, next: next)
         let settings = settings
         condition.withLock { opening += 1 }
         let thread = Thread { [self] in
@@ -146,18 +168,39 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         thread.start()
     }
 
-    /// Starts the job's transaction on an open connection.
-    private func begin(_ lane: Int, _ job: Job, on session: SMTPSession) {
+    /// A job's MAIL FROM, RCPT TO and DATA commands.
+    private static func commands(_ job: Job, on session: SMTPSession) -> [(Step, String)] {
         let size = session.announcesSize ? " SIZE=\(job.message.count)" : ""
         var commands: [(Step, String)] = [(.mail, "MAIL FROM:<\(job.sender)>\(size)\r\n")]
         for recipient in job.recipients { commands.append((.rcpt, "RCPT TO:<\(recipient)>\r\n")) }
         commands.append((.data, "DATA\r\n"))
+        return commands
+    }
+
+    private var exchangeDeadline: DispatchTime { .now() + .milliseconds(Int(settings.timeout * 1000)) }
+
+    /// Starts the job's transaction on an open connection.
+    private func begin(_ lane: Int, _ job: Job, next: Job?, on session: SMTPSession) {
+        let commands = Self.commands(job, on: session)
         // With PIPELINING every command goes at once; otherwise each waits for the reply to the one before.
         let now = session.pipelining ? commands[...] : commands.prefix(1)
         states[lane] = .sending(
             Transaction(
-                session: session, job: job, awaiting: now.map(\.0), unsent: Array(commands[now.endIndex...]),
-                output: Array(now.map(\.1).joined().utf8), deadline: .now() + .milliseconds(Int(settings.timeout * 1000))))
+                session: session, job: job, next: next, awaiting: now.map(\.0), unsent: Array(commands[now.endIndex...]),
+                output: Array(now.map(\.1).joined().utf8), deadline: exchangeDeadline))
+    }
+
+    /// Queues the next job's commands behind the current one's end of data (PIPELINING only).
+    private func beginNext(_ transaction: inout Transaction) {
+        guard let next = transaction.next, !transaction.nextBegun else { return }
+        let commands = Self.commands(next, on: transaction.session)
+        transaction.nextBegun = true
+        transaction.awaiting += commands.map(\.0)
+        if transaction.written == transaction.output.count {
+            transaction.output = []
+            transaction.written = 0
+        }
+        for (_, command) in commands { transaction.output += command.utf8 }
     }
 
     public func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)] {
@@ -211,14 +254,15 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
             return openedConnections
         }
         for (lane, session) in arrived {
-            guard case .opening(let job) = states[lane] else { continue }
+            guard case .opening(let job, let next) = states[lane] else { continue }
             switch session {
             case .success(let session):
-                begin(lane, job, on: session)
+                begin(lane, job, next: next, on: session)
                 flush(lane, &finished)
             case .failure(let failure):
                 states[lane] = .idle(nil)
                 finished.append((lane, failure.result))
+                if next != nil { finished.append((lane, Self.notSent(after: failure.result))) }
             }
         }
     }
@@ -236,7 +280,8 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         states[lane] = .sending(transaction)
     }
 
-    /// Reads and acts on what arrived on the lane's connection.
+    /// Reads and acts on what arrived on the lane's connection. What a reply makes ready to send (a message's
+    /// content after its 354) goes out at the next `poll`'s start, so a message started in between joins the write.
     private func service(_ lane: Int, _ finished: inout [(lane: Int, result: DeliveryResult)]) {
         switch states[lane] {
         case .idle(let session?):
@@ -258,14 +303,25 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
                 switch (step, reply.code) {
                 case (.body, 200..<300):
                     transaction.session.served += 1
-                    states[lane] = .idle(transaction.session)
                     finished.append((lane, DeliveryResult(outcome: .sent, replyCode: reply.code, replyText: reply.line)))
-                    return
+                    guard let next = transaction.next else {
+                        states[lane] = .idle(transaction.session)
+                        return
+                    }
+                    guard transaction.nextBegun else {
+                        begin(lane, next, next: nil, on: transaction.session)
+                        return
+                    }
+                    // The next message's commands are out: its replies follow.
+                    transaction.job = next
+                    (transaction.next, transaction.nextBegun, transaction.accepted) = (nil, false, false)
+                    transaction.deadline = exchangeDeadline
                 case (.data, 354):
                     transaction.accepted = true
                     transaction.awaiting = [.body]
                     transaction.output = SMTPData.block(transaction.job.message)
                     transaction.written = 0
+                    if transaction.session.pipelining { beginNext(&transaction) }
                 case (.mail, 200..<300), (.rcpt, 200..<300):
                     transaction.accepted = true
                     if !transaction.unsent.isEmpty {
@@ -283,7 +339,6 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
             switch read {
             case .data:
                 states[lane] = .sending(transaction)
-                flush(lane, &finished)
             case .closed:
                 if retryOnFreshConnection(lane, transaction) { return }
                 fail(lane, transaction, SMTPVerdict.broken("the server closed the connection", lastReply: transaction.lastReply), &finished)
@@ -302,17 +357,30 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         transaction.session.close(polite: false)
         var job = transaction.job
         job.resent = true
-        open(lane, for: job)
+        open(lane, for: job, next: transaction.next)
         return true
     }
 
-    /// Ends a transaction that failed; its connection closes (its state is unknown).
+    /// Ends a transaction that failed; its connection closes (its state is unknown). The lane's next message
+    /// (never sent: it had no 354) goes on a fresh connection after a refusal of this one, and fails with a
+    /// broken connection.
     private func fail(
         _ lane: Int, _ transaction: Transaction, _ result: DeliveryResult, _ finished: inout [(lane: Int, result: DeliveryResult)]
     ) {
         transaction.session.close(polite: false)
         states[lane] = .idle(nil)
         finished.append((lane, result))
+        guard let next = transaction.next else { return }
+        if result.outcome == .connection {
+            finished.append((lane, Self.notSent(after: result)))
+        } else {
+            open(lane, for: next, next: nil)
+        }
+    }
+
+    /// The outcome of a lane's next message when the connection failed before its turn.
+    private static func notSent(after failure: DeliveryResult) -> DeliveryResult {
+        DeliveryResult(outcome: .unsent, replyCode: nil, replyText: "not sent: \(failure.replyText)")
     }
 
     /// Transactions past `smtp.timeout` fail as the connection's.

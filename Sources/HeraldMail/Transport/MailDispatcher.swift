@@ -8,14 +8,18 @@ import Foundation
 ///
 /// Only `waker` may be used from other threads.
 public protocol MailDispatcher: AnyObject {
-    /// How many connections; a lane sends one message at a time.
+    /// How many connections.
     var lanes: Int { get }
 
-    /// Begins sending on a lane that has no send in progress.
+    /// How many sends a lane holds at once (1 by default): a pipelining dispatcher takes a lane's next message
+    /// while the one before is under way. A lane's sends finish in the order they started.
+    var depth: Int { get }
+
+    /// Begins sending on a lane that holds fewer than `depth` sends.
     func start(lane: Int, from sender: String, to recipients: [String], message: [UInt8])
 
     /// Drives the sends in progress until at least one finishes, `timeout` passes or the waker is
-    /// called; returns the sends that finished.
+    /// called; returns the sends that finished, each lane's in the order they started.
     func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)]
 
     /// Makes a `poll` in progress (or the next one) return at once; safe from any thread.
@@ -26,6 +30,10 @@ public protocol MailDispatcher: AnyObject {
 
     /// Ends every connection; call once no send is in progress.
     func close()
+}
+
+extension MailDispatcher {
+    public var depth: Int { 1 }
 }
 
 /// A dispatcher over blocking transports: each lane's transport sends on its own thread.

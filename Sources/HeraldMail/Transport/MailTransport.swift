@@ -23,6 +23,9 @@ public struct DeliveryResult: Sendable, Hashable {
         /// failed, a non-220 greeting, a refusal of EHLO/HELO or MAIL, any 421, a dropped connection.
         /// The message is not charged; the connection pauses and reconnects.
         case connection
+        /// Nothing of the message was delivered: it waited behind another on a pipelining connection
+        /// (`MailDispatcher.depth`) that failed first. It goes back to the queue as if never claimed.
+        case unsent
     }
 
     public let outcome: Outcome
