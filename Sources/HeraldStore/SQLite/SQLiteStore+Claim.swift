@@ -40,30 +40,36 @@ extension SQLiteStore {
             // RETURNING order is unspecified; send in queue order.
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
             try dropSuppressed(&messages, db, at: at)
-            let insert = try BoundStatement(
-                db,
-                sql: """
-                    INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                    """)
+            let codes = messages.map { _ in ActionCode.generate() }
+            let inserted = try Self.codes.run(db, count: messages.count) { statement, row, first in
+                let message = messages[row]
+                statement.bind(first, codes[row].hash)
+                statement.bind(first + 1, message.id)
+                statement.bind(first + 2, message.kind.rawValue)
+                statement.bind(first + 3, message.email.value)
+                statement.bind(first + 4, message.newEmail?.value)
+                statement.bind(first + 5, message.settings.url)
+                statement.bind(first + 6, at)
+                statement.bind(first + 7, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000))
+            }
+            // One statement's rows take consecutive ids in order (AUTOINCREMENT, and this transaction the only writer).
             var claimed: [ClaimedMessage] = []
             claimed.reserveCapacity(messages.count)
-            for message in messages {
-                let code = ActionCode.generate()
-                insert.bind(1, code.hash)
-                insert.bind(2, message.id)
-                insert.bind(3, message.kind.rawValue)
-                insert.bind(4, message.email.value)
-                insert.bind(5, message.newEmail?.value)
-                insert.bind(6, message.settings.url)
-                insert.bind(7, at)
-                insert.bind(8, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000))
-                try insert.run()
-                claimed.append(ClaimedMessage(message: message, code: code, codeID: db.lastInsertedRowID, claimedAt: now))
+            for (lastRowID, rows) in inserted {
+                for offset in 0..<rows {
+                    let row = claimed.count
+                    claimed.append(
+                        ClaimedMessage(
+                            message: messages[row], code: codes[row], codeID: lastRowID - Int64(rows - 1 - offset), claimedAt: now))
+                }
             }
             return claimed
         }
     }
+
+    private static let codes = MultiRowInsert(
+        "INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at) VALUES ",
+        columns: 8)
 
     /// Cancels the claimed rows whose recipient was suppressed after they were queued (an unsubscribe stops only
     /// campaign rows), so a campaign imported before a bounce or an unsubscribe does not mail the address again.

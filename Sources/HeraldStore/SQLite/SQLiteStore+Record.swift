@@ -14,15 +14,34 @@ extension SQLiteStore {
         guard !batch.isEmpty else { return }
         try pool.write { db in
             let statements = try RecordStatements(db)
+            var next: [Int64?] = []
+            next.reserveCapacity(batch.count)
             for (claimed, record) in batch {
-                let changed = try Self.record(db, claimed, record, policy: policy, statements)
+                let (changed, nextAttempt) = try Self.record(db, claimed, record, policy: policy, statements)
+                next.append(nextAttempt)
                 // Only an outcome that moved the row is an event: a late result after another worker took it is not.
                 if changed, let event = WebhookPayloads.event(record.decision) {
                     try emitWebhook(db, event, outboxID: claimed.message.id, at: record.finishedAt.milliseconds)
                 }
             }
+            // Every attempt, in multi-row statements.
+            try Self.attempts.run(db, count: batch.count) { statement, row, first in
+                let (claimed, record) = batch[row]
+                statement.bind(first, claimed.message.id)
+                statement.bind(first + 1, Int64(claimed.message.attempts))
+                statement.bind(first + 2, record.startedAt.milliseconds)
+                statement.bind(first + 3, record.finishedAt.milliseconds)
+                statement.bind(first + 4, record.outcome)
+                statement.bind(first + 5, record.replyCode.map(Int64.init))
+                statement.bind(first + 6, record.replyText)
+                statement.bind(first + 7, next[row])
+            }
         }
     }
+
+    private static let attempts = MultiRowInsert(
+        "INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_code, reply_text, next_attempt_at) VALUES ",
+        columns: 8)
 
     /// `sent`, unless a bounce or complaint about this send came back before it was recorded (a local MTA can
     /// bounce within milliseconds): the claim set `updated_at`, and every report since is about this send.
@@ -36,7 +55,6 @@ extension SQLiteStore {
     private struct RecordStatements {
         let sent: BoundStatement
         let codeExpiry: BoundStatement
-        let attempt: BoundStatement
 
         init(_ db: Database) throws {
             sent = try BoundStatement(
@@ -47,19 +65,14 @@ extension SQLiteStore {
                     WHERE id = ?4 AND state = 'sending' AND lease_until = ?5
                     """)
             codeExpiry = try BoundStatement(db, sql: "UPDATE action_codes SET expires_at = ?1 WHERE id = ?2")
-            attempt = try BoundStatement(
-                db,
-                sql: """
-                    INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_code, reply_text, next_attempt_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                    """)
         }
     }
 
-    /// Records one outcome; true when it moved the row (this claim still held it).
+    /// Moves the row (and its code) for one outcome; returns whether it moved (this claim still held it) and the
+    /// attempt's `next_attempt_at`. The attempt itself is inserted with the batch's.
     private static func record(
         _ db: Database, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy, _ statements: RecordStatements
-    ) throws -> Bool {
+    ) throws -> (changed: Bool, next: Int64?) {
         let finished = record.finishedAt.milliseconds
         let replyCode = record.replyCode.map(Int64.init)
         let next: Int64?
@@ -92,17 +105,7 @@ extension SQLiteStore {
             // The connection failed, not the message: the attempt is given back and the row waits.
             try SQLiteStore.giveBack(db, claimed, next: until.milliseconds, reply: (record.replyCode, record.replyText), at: finished)
         }
-        let attempt = statements.attempt
-        attempt.bind(1, claimed.message.id)
-        attempt.bind(2, Int64(claimed.message.attempts))
-        attempt.bind(3, record.startedAt.milliseconds)
-        attempt.bind(4, finished)
-        attempt.bind(5, record.outcome)
-        attempt.bind(6, replyCode)
-        attempt.bind(7, record.replyText)
-        attempt.bind(8, next)
-        try attempt.run()
-        return changed
+        return (changed, next)
     }
 
     private static func update(_ db: Database, _ claimed: ClaimedMessage, state: String, _ record: DeliveryRecord, next: Int64?, at: Int64) throws
