@@ -90,6 +90,9 @@ public struct Worker: Sendable {
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
             maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
         let count = max(1, concurrency)
+        // The log is copied beside the desk, not in its commits (`checkpointInBackground`).
+        let stopCheckpoints = store.checkpointInBackground()
+        defer { stopCheckpoints() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
             group.enter()

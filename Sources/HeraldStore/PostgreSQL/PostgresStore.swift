@@ -40,4 +40,6 @@ public final class PostgresStore: HeraldStore {
 
     /// Nothing to do: PostgreSQL checkpoints on its own.
     public func checkpoint() throws {}
+
+    public func checkpointInBackground() -> @Sendable () -> Void { {} }
 }

@@ -42,6 +42,10 @@ public protocol WorkerRegistry: Sendable {
     /// Compacts the store's log while the worker is idle (SQLite: a truncating WAL checkpoint).
     func checkpoint() throws
 
+    /// Keeps the store's log short beside a working worker, on a thread of its own, until the returned function is
+    /// called (SQLite: passive WAL checkpoints on their own connection; nothing elsewhere).
+    func checkpointInBackground() -> @Sendable () -> Void
+
     /// Deletes link events, suppressed requests and hourly counters older than `before` (`ledger.eventRetention`),
     /// in short batches; returns how many rows went.
     func pruneEvents(before: Date) throws -> Int
