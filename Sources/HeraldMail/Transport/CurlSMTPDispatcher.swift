@@ -319,7 +319,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
                 case (.data, 354):
                     transaction.accepted = true
                     transaction.awaiting = [.body]
-                    transaction.output = SMTPData.block(transaction.job.message)
+                    transaction.output = SMTPData.block(transaction.job.message, room: 512)
                     transaction.written = 0
                     if transaction.session.pipelining { beginNext(&transaction) }
                 case (.mail, 200..<300), (.rcpt, 200..<300):

@@ -105,22 +105,25 @@ struct SMTPReplyReader {
 /// A message as the DATA command carries it: lines starting with a dot get another (RFC 5321
 /// 4.5.2), and the end-of-data line follows.
 enum SMTPData {
-    static func block(_ message: [UInt8]) -> [UInt8] {
+    /// `room`: bytes to reserve beyond the block (the next message's commands, pipelined behind it).
+    static func block(_ message: [UInt8], room: Int = 0) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(message.count + 8)
+        out.reserveCapacity(message.count + 8 + room)
         message.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
             var start = 0
             var lineStart = 0
             while lineStart < bytes.count {
-                if bytes[lineStart] == UInt8(ascii: ".") {
-                    out.append(contentsOf: bytes[start..<lineStart])
+                if base[lineStart] == UInt8(ascii: ".") {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<lineStart]))
                     out.append(UInt8(ascii: "."))
                     start = lineStart
                 }
-                guard let newline = bytes[lineStart...].firstIndex(of: 10) else { break }
-                lineStart = newline + 1
+                // memchr: the line ends are most of what is read here.
+                guard let newline = memchr(base + lineStart, 10, bytes.count - lineStart) else { break }
+                lineStart = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(newline)) + 1
             }
-            out.append(contentsOf: bytes[start...])
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         if !(out.count >= 2 && out[out.count - 2] == 13 && out[out.count - 1] == 10) {
             out.append(contentsOf: [13, 10])
