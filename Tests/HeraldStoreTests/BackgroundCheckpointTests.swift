@@ -13,31 +13,38 @@ import Testing
         (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
     }
 
-    @Test func theCheckpointThreadCopiesCommittedPagesIntoTheDatabaseAndStops() throws {
+    func insert(_ store: SQLiteStore, _ rows: Range<Int>) throws {
+        try store.pool.write { db in
+            for n in rows {
+                try db.execute(sql: "INSERT INTO notes (body) VALUES (?)", arguments: [String(repeating: "x", count: 200) + "\(n)"])
+            }
+        }
+    }
+
+    @Test func theCheckpointThreadCopiesALargeLogIntoTheDatabaseAndStops() throws {
         let path = scratch.path("ledger.sqlite")
         let store = try SQLiteStore(path: path)
         try store.pool.write { db in try db.execute(sql: "CREATE TABLE notes (body TEXT NOT NULL)") }
         try store.checkpoint()  // the log copied and truncated: the database file holds the new table
         let before = try size(path)
-        try store.pool.write { db in
-            for n in 0..<2000 {
-                try db.execute(sql: "INSERT INTO notes (body) VALUES (?)", arguments: [String(repeating: "x", count: 200) + "\(n)"])
-            }
-        }
-        // About 450 KiB of pages in the log, far below wal_autocheckpoint: SQLite leaves them there.
-        Thread.sleep(forTimeInterval: 0.3)
+        let stop = store.checkpointInBackground()
+        defer { stop() }
+        // About 450 KiB of pages in the log: below wal_autocheckpoint and below the thread's 4 MiB, so left there.
+        try insert(store, 0..<2000)
+        Thread.sleep(forTimeInterval: 0.5)
         #expect(try size(path) == before)
 
-        let stop = store.checkpointInBackground()
+        // About 5 MiB more: still below wal_autocheckpoint (32 MiB), which SQLite's own checkpoint waits for.
+        try insert(store, 2000..<24000)
         let deadline = Date().addingTimeInterval(5)
-        while try size(path) == before, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while try size(path) < before + 4_000_000, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(try size(path) > before + 4_000_000)
         let stopping = Date()
         stop()
         #expect(Date().timeIntervalSince(stopping) < 1)
-        #expect(try size(path) > before + 400_000)
-        // The writer goes on as before, and a fresh connection reads every row from the database file.
+        // The writer goes on as before, and a fresh connection reads every row.
         try store.pool.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('after')") }
         let count = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes") }
-        #expect(count == 2001)
+        #expect(count == 24001)
     }
 }

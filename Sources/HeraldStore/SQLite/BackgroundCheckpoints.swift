@@ -11,9 +11,18 @@ final class BackgroundCheckpoints: @unchecked Sendable {
     private var stopped = false
     private var running = false
 
-    init(path: String, interval: TimeInterval) {
+    /// The log's size (its file's: it keeps its largest size between checkpoints) from which checkpoints run here.
+    private let minimumLog: Int
+
+    init(path: String, interval: TimeInterval, minimumLog: Int) {
         self.path = path
         self.interval = interval
+        self.minimumLog = minimumLog
+    }
+
+    private func logBytes() -> Int {
+        var info = stat()
+        return stat(path + "-wal", &info) == 0 ? Int(info.st_size) : 0
     }
 
     func start() {
@@ -34,6 +43,9 @@ final class BackgroundCheckpoints: @unchecked Sendable {
             // A connection knows the database is in WAL mode (and checkpoints it) once it has read it.
             guard sqlite3_exec(connection, "SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK else { return }
             while !waitUntilStopped(interval) {
+                // A small log is left to SQLite: copying it is no stall, and a log that is reused in place after every
+                // checkpoint would let the writer go on without disk space it may soon need.
+                guard logBytes() >= minimumLog else { continue }
                 // SQLITE_BUSY (another checkpoint under way) and the like are only a skipped turn.
                 _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             }

@@ -97,8 +97,8 @@ public final class SQLiteStore: HeraldStore {
         }
     }
 
-    /// Copies the WAL into the database every `interval` (0.1 s) on a thread and a connection of their own, until the
-    /// returned function is called.
+    /// Copies the WAL into the database every 0.1 s on a thread and a connection of their own, once the log has grown
+    /// to 4 MiB (1,000 pages), until the returned function is called.
     ///
     /// Otherwise the writer copies it: SQLite checkpoints inside the commit that takes the log past
     /// `wal_autocheckpoint` (8,000 pages, 32 MiB), and a worker's ledger desk then recorded nothing for 100–150 ms
@@ -106,7 +106,7 @@ public final class SQLiteStore: HeraldStore {
     /// are PASSIVE: they copy what is committed without waiting for, or holding up, the writer or a reader, and the
     /// writer's own checkpoint finds little left to copy.
     public func checkpointInBackground() -> @Sendable () -> Void {
-        let checkpoints = BackgroundCheckpoints(path: path, interval: 0.1)
+        let checkpoints = BackgroundCheckpoints(path: path, interval: 0.1, minimumLog: 4 << 20)
         checkpoints.start()
         return { checkpoints.stop() }
     }
