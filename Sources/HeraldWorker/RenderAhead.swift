@@ -13,7 +13,7 @@ import HeraldStore
 /// not ready yet. With one connection the loop waits on the server's replies between messages and rendering
 /// there is on every message's path, so rendering ahead on an idle core made one connection 25–35 % faster
 /// (20,000 messages, 2 cores); with as many connections as cores the cores are busy and the hand-off only
-/// added CPU (3.24 s against 3.47 s at four connections), so unsigned mail is then rendered in the loop.
+/// added CPU (3.24 s against 3.47 s at four connections, one run each), so unsigned mail is then rendered in the loop.
 /// `@unchecked Sendable`: the state is guarded by `condition`.
 final class RenderAhead: @unchecked Sendable {
     typealias Rendered = Result<MessageComposer.Composed, HeraldError>

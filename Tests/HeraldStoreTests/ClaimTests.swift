@@ -1,8 +1,9 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import HeraldTesting
 import Testing
+
+@testable import HeraldStore
 
 /// The worker's side of the outbox: claim → record | release, leases and queue-wait expiry.
 @Suite struct ClaimTests {
@@ -18,6 +19,22 @@ import Testing
         #expect(first.allSatisfy { $0.message.state == .sending && $0.message.attempts == 1 })
         #expect(try store.claim(policy).map(\.message.id) == [ids[2]])
         #expect(try store.claim(policy).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func eachClaimedRowNamesItsOwnCode(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        // 85 rows: one claim inserts its codes in statements of 64, 16, 4 and 1 rows (SQLite).
+        let policy = Fixture.policy { $0.worker.batchSize = 85 }
+        let requests = try (0..<85).map { try Fixture.request(.verifyEmail, "u\($0)@example.com") }
+        #expect(try store.enqueue(requests, messageDomain: Fixture.messageDomain, batchSize: 100, now: Date()) == 85)
+        let claimed = try store.claim(policy)
+        #expect(claimed.count == 85)
+        for row in claimed {
+            let code = try #require(try store.code(row.code.plaintext))
+            #expect(code.id == row.codeID)
+            #expect(code.outboxID == row.message.id)
+        }
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -112,9 +112,8 @@ public struct MessageComposer: Sendable {
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
             subject: templates.subject.render(variables), text: "", html: "", messageID: input.messageID, date: input.date,
             extraHeaders: input.campaignID.map { _ in unsubscribeHeaders(outboxID: input.outboxID) } ?? [])
-        let sizes = EncodedTemplate.ValueSizes(variables)
         func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> MailMessage.Body {
-            guard let encoded, encoded.fits(sizes) else { return MailMessage.Body(compiled.render(variables)) }
+            guard let encoded, encoded.fits(variables) else { return MailMessage.Body(compiled.render(variables)) }
             return MailMessage.Body(encoding: .quotedPrintable) { encoded.render(variables, into: &$0) }
         }
         var bytes = try message.encoded(text: body(templates.text, templates.encodedText), html: body(templates.html, templates.encodedHTML))

@@ -14,8 +14,6 @@ struct EncodedTemplate: Sendable {
     /// The literal text's length and non-ASCII bytes, for the encoding choice (`fits`).
     private let literalBytes: Int
     private let literalNonASCII: Int
-    /// Each variable's uses (escaped or not), counted: `fits` weighs a value once per use without reading it again.
-    private let uses: [(name: String, htmlEscaped: Bool, count: Int)]
 
     /// Nil when the template's text is mostly not ASCII: such bodies are sent as base64, encoded whole.
     init?(_ template: CompiledTemplate) {
@@ -37,62 +35,23 @@ struct EncodedTemplate: Sendable {
             }
         }
         self.parts = parts
-        var uses: [(name: String, htmlEscaped: Bool, count: Int)] = []
-        for case .variable(let name, let htmlEscaped) in parts {
-            if let index = uses.firstIndex(where: { $0.name == name && $0.htmlEscaped == htmlEscaped }) {
-                uses[index].count += 1
-            } else {
-                uses.append((name, htmlEscaped, 1))
-            }
-        }
-        self.uses = uses
-    }
-
-    /// What `fits` needs of each variable's value, measured once per message for every template that uses it.
-    struct ValueSizes {
-        struct Size {
-            var bytes = 0
-            var nonASCII = 0
-            var carriageReturn = false
-            /// What HTML escaping adds (ASCII): `&amp;` `&lt;` `&gt;` `&quot;` `&#39;`.
-            var escapingAdds = 0
-        }
-
-        let sizes: [String: Size]
-
-        init(_ variables: [String: String]) {
-            var sizes: [String: Size] = [:]
-            sizes.reserveCapacity(variables.count)
-            for (name, value) in variables {
-                var size = Size()
-                for byte in value.utf8 {
-                    size.bytes += 1
-                    if byte >= 0x80 { size.nonASCII += 1 }
-                    if byte == 13 { size.carriageReturn = true }
-                    if CompiledTemplate.isHTMLSpecial(byte) { size.escapingAdds += byte == 34 ? 5 : byte == 38 || byte == 39 ? 4 : 3 }
-                }
-                sizes[name] = size
-            }
-            self.sizes = sizes
-        }
     }
 
     /// Whether these variables keep the body what `render` writes: quoted-printable (`BodyEncoding.choose` of the
     /// whole rendered text), and no CR in a value (encoded apart from the text after it, a CR before a literal LF
     /// would become two line breaks). Otherwise the body is rendered and encoded whole.
     func fits(_ variables: [String: String]) -> Bool {
-        fits(ValueSizes(variables))
-    }
-
-    /// `fits` with the values already measured (once per message for both bodies).
-    func fits(_ values: ValueSizes) -> Bool {
         var bytes = literalBytes
         var nonASCII = literalNonASCII
-        for use in uses {
-            guard let size = values.sizes[use.name] else { continue }
-            if size.carriageReturn { return false }
-            bytes += use.count * (size.bytes + (use.htmlEscaped ? size.escapingAdds : 0))
-            nonASCII += use.count * size.nonASCII
+        for case .variable(let name, let htmlEscaped) in parts {
+            guard let value = variables[name] else { continue }
+            for byte in value.utf8 {
+                if byte == 13 { return false }
+                bytes += 1
+                if byte >= 0x80 { nonASCII += 1 }
+                // HTML escaping adds ASCII: `&amp;` `&lt;` `&gt;` `&quot;` `&#39;`.
+                if htmlEscaped, CompiledTemplate.isHTMLSpecial(byte) { bytes += byte == 34 ? 5 : byte == 38 || byte == 39 ? 4 : 3 }
+            }
         }
         return nonASCII * 5 <= bytes
     }

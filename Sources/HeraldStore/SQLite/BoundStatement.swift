@@ -84,19 +84,21 @@ struct MultiRowInsert {
     }
 
     /// Inserts `count` rows; `bind(statement, row, firstIndex)` binds row `row`'s values from parameter `firstIndex`
-    /// on. Returns the rowid each statement inserted last, with its row count, in order.
+    /// on. Returns each row's rowid, in order: one statement's rows take consecutive ids (the table's `AUTOINCREMENT`
+    /// or largest rowid plus one, row by row, and the calling transaction is the only writer).
     @discardableResult
-    func run(_ db: Database, count: Int, bind: (BoundStatement, Int, Int32) -> Void) throws -> [(lastRowID: Int64, rows: Int)] {
-        var done = 0
-        var inserted: [(lastRowID: Int64, rows: Int)] = []
-        while done < count {
+    func run(_ db: Database, count: Int, bind: (BoundStatement, Int, Int32) -> Void) throws -> [Int64] {
+        var rowIDs: [Int64] = []
+        rowIDs.reserveCapacity(count)
+        while rowIDs.count < count {
+            let done = rowIDs.count
             let size = Self.sizes.first { $0 <= count - done }!
             let statement = try BoundStatement(db, sql: prefix + Array(repeating: tuple, count: size).joined(separator: ","))
             for row in 0..<size { bind(statement, done + row, Int32(row * columns + 1)) }
             try statement.run()
-            inserted.append((db.lastInsertedRowID, size))
-            done += size
+            let last = db.lastInsertedRowID
+            rowIDs += (last - Int64(size) + 1)...last
         }
-        return inserted
+        return rowIDs
     }
 }

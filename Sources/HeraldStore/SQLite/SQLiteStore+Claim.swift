@@ -41,7 +41,7 @@ extension SQLiteStore {
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
             try dropSuppressed(&messages, db, at: at)
             let codes = messages.map { _ in ActionCode.generate() }
-            let inserted = try Self.codes.run(db, count: messages.count) { statement, row, first in
+            let codeIDs = try Self.codes.run(db, count: messages.count) { statement, row, first in
                 let message = messages[row]
                 statement.bind(first, codes[row].hash)
                 statement.bind(first + 1, message.id)
@@ -52,18 +52,9 @@ extension SQLiteStore {
                 statement.bind(first + 6, at)
                 statement.bind(first + 7, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000))
             }
-            // One statement's rows take consecutive ids in order (AUTOINCREMENT, and this transaction the only writer).
-            var claimed: [ClaimedMessage] = []
-            claimed.reserveCapacity(messages.count)
-            for (lastRowID, rows) in inserted {
-                for offset in 0..<rows {
-                    let row = claimed.count
-                    claimed.append(
-                        ClaimedMessage(
-                            message: messages[row], code: codes[row], codeID: lastRowID - Int64(rows - 1 - offset), claimedAt: now))
-                }
+            return messages.indices.map {
+                ClaimedMessage(message: messages[$0], code: codes[$0], codeID: codeIDs[$0], claimedAt: now)
             }
-            return claimed
         }
     }
 
