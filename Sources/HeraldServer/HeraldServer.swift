@@ -25,7 +25,8 @@ public enum HeraldServer {
         let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
         // First, so it counts every routed request by method, route and status, with its duration (`herald_http_*`).
         router.add(middleware: RequestMetricsMiddleware())
-        router.add(middleware: UnroutedMiddleware())
+        let known = KnownRoutes()
+        router.add(middleware: UnroutedMiddleware(routes: known))
         let toolkit = IdentityToolkitController(actions: actions)
         for family in IdentityToolkitController.pathFamilies {
             router.addRoutes(toolkit.routes, atPath: family)
@@ -50,6 +51,7 @@ public enum HeraldServer {
             let reply = HealthReply(health)
             return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)
         }
+        known.load(router.routes.map { (path: $0.path, method: $0.method) })
         let server = configuration.server
         let responder = CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains)
         return Application(

@@ -1,45 +1,56 @@
 import Hummingbird
+import Synchronization
 
 /// Answers what no route takes in Firebase's envelope instead of the router's empty 404: a method a known
 /// path does not serve gets `405` with `Allow`, anything else `404 NOT_FOUND`.
+///
+/// The middleware is added before the routes it guards, so it reads the router's own table through `routes`,
+/// filled once every route is in (``KnownRoutes/load(_:)``).
 struct UnroutedMiddleware<Context: RequestContext>: RouterMiddleware {
+    let routes: KnownRoutes
+
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
-            guard let allowed = KnownPaths.allowedMethods(path: request.uri.path), !allowed.contains(request.method) else {
-                throw FirebaseError.notFound
-            }
+            let allowed = routes.allowedMethods(path: request.uri.path)
+            guard !allowed.isEmpty, !allowed.contains(request.method) else { throw FirebaseError.notFound }
             throw MethodNotAllowed(allowed: allowed)
         }
     }
 }
 
-/// The paths Herald serves, by family, for answering what no route takes.
-enum KnownPaths {
-    /// The methods a path family serves, or nil for a path Herald does not know.
-    static func allowedMethods(path: String) -> [HTTPRequest.Method]? {
-        let path = path.hasPrefix("/") ? String(path.dropFirst()) : path
-        if path == "__/auth/action" || path == "unsubscribe" { return [.get, .head, .post] }
-        if path == "__/auth/links" || path == "__/auth/handler" || path == "health" || path == "metrics" || path == "openapi.json"
-            || path.hasPrefix("admin/")
-            || path.hasPrefix("emulator/")
-            || path.hasPrefix(".well-known/") || path.hasPrefix("robot/") || path.hasPrefix("service_accounts/")
-        {
-            return [.get, .head]
-        }
-        if apiRoots.contains(where: path.hasPrefix) { return [.post] }
-        return nil
+/// Every route the router serves, by path pattern and method: which methods a request's path takes.
+final class KnownRoutes: Sendable {
+    private let table = Mutex<[(path: [RouterPath.Element], method: HTTPRequest.Method)]>([])
+
+    /// Takes the router's routes (with the HEAD it generates for each GET); called once they are all added.
+    func load(_ routes: [(path: RouterPath, method: HTTPRequest.Method)]) {
+        table.withLock { $0 = routes.map { (Array($0.path), $0.method) } }
     }
 
-    /// The first segments of every POST-only API path family, from the controllers' own route tables
-    /// (`v1/`, `identitytoolkit.googleapis.com/`, `www.googleapis.com/`, `identitytoolkit/`, `securetoken.googleapis.com/`).
-    static let apiRoots: Set<String> = {
-        let families = IdentityToolkitController.pathFamilies + IdentityToolkitController.legacyFamilies + SecureTokenController.paths
-        return Set(families.compactMap { $0.components.first.map { "\($0)/" } })
-    }()
+    /// The methods some route serves at `path`, HEAD beside every GET, in a stable order; empty for a path no
+    /// route matches.
+    func allowedMethods(path: String) -> [HTTPRequest.Method] {
+        let segments = path.split(separator: "/")
+        var methods = Set<HTTPRequest.Method>()
+        table.withLock { table in
+            for route in table where Self.matches(route.path, segments) { methods.insert(route.method) }
+        }
+        if methods.contains(.get) { methods.insert(.head) }
+        return methods.sorted { $0.rawValue < $1.rawValue }
+    }
+
+    /// Whether a route's pattern takes these path segments: `**` takes whatever is left.
+    static func matches(_ pattern: [RouterPath.Element], _ segments: [Substring]) -> Bool {
+        for (index, element) in pattern.enumerated() {
+            if element == .recursiveWildcard { return true }
+            guard index < segments.count, element ~= segments[index] else { return false }
+        }
+        return pattern.count == segments.count
+    }
 }
 
 /// `405` in Firebase's envelope, naming the methods the path serves.
