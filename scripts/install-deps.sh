@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 
 # chromium, chromium-driver: headless, render the campaign HTML report (Tests/campaigns) and drive the /admin console
 # through Selenium (Tests/console); fonts-noto-core draws its Persian (RTL) previews.
-# postgresql-15: scripts/with-postgres.sh runs a throwaway cluster for the PostgreSQL store's tests.
+# postgresql-15: scripts/with-postgres.sh runs a throwaway cluster for the PostgreSQL store's tests (openssl: its TLS
+# certificates).
 # postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
 # smtp-source tools serve the benchmark.
-packages=(libcurl4-openssl-dev libsqlite3-dev postgresql-15 pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix)
+packages=(libcurl4-openssl-dev libsqlite3-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(wrk); fi

@@ -21,9 +21,28 @@ import Testing
         #expect(defaults.port == 5432 && defaults.schema == nil && defaults.password == "pw")
     }
 
+    @Test func sslModeAndRootCertificateAreLibpqs() throws {
+        #expect(try PostgresLocation(url: "postgres://h@db/herald", environment: [:]).tls == .prefer)
+        let verified = try PostgresLocation(url: "postgres://h@db/herald?sslmode=verify-full&sslrootcert=/etc/ca.pem", environment: [:])
+        #expect(verified.tls == .verifyFull && verified.rootCertificate == "/etc/ca.pem")
+        #expect(verified.description == "postgres://h@db:5432/herald?sslmode=verify-full&sslrootcert=/etc/ca.pem")
+        for mode in PostgresLocation.TLSMode.allCases {
+            #expect(try PostgresLocation(url: "postgres://h@db/herald?sslmode=\(mode.rawValue)", environment: [:]).tls == mode)
+        }
+    }
+
+    @Test func anUnreadableRootCertificateStopsTheStoreBeforeItConnects() throws {
+        let location = try PostgresLocation(url: "postgres://h@127.0.0.1:1/herald?sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem")
+        let error = #expect(throws: HeraldError.self) { try location.connectionTLS() }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.detail.contains("/nonexistent/ca.pem") == true)
+    }
+
     @Test(arguments: [
+        "postgres://u@host/herald?sslmode=allow", "postgres://u@host/herald?sslmode=", "postgres://u@host/herald?sslrootcert=ca.pem",
+        "postgres://u@host/herald?sslmode=disable&sslrootcert=ca.pem",
         "postgres://localhost/herald", "postgres://u@/herald", "postgres://u@host", "postgres://u:pw@host/herald",
-        "postgres://u@host/herald?schema=Bad-Name", "postgres://u@host/herald?sslmode=require", "mysql://u@host/db",
+        "postgres://u@host/herald?schema=Bad-Name", "mysql://u@host/db",
     ])
     func badURLsAreConfigurationErrorsNamingTheProblem(_ url: String) {
         let error = #expect(throws: HeraldError.self) { try PostgresLocation(url: url, environment: [:]) }

@@ -143,4 +143,39 @@ import Testing
         #expect(Set(cancelled.map(\.recipient.value)) == ["unsub@example.com", "gone@example.com"])
         #expect(cancelled.allSatisfy { $0.attempts == 0 && ($0.lastReply ?? "").hasPrefix("suppressed (") })
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func theCampaignReportCountsEachMessageOnceAmongBouncesAndOnceAmongComplaints(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let campaign = try Fixture.campaign("news", now: now, in: store)
+        let emails = ["full@example.com", "angry@example.com", "gone@example.com", "fine@example.com"]
+        _ = try Fixture.add(emails, to: campaign, now: now, in: store)
+        let policy = Fixture.policy()
+        let claimed = try store.claim(policy, now: now.addingTimeInterval(1))
+        #expect(claimed.count == 4)
+        for message in claimed { try store.record(message, Fixture.sent(at: now.addingTimeInterval(2)), policy: policy) }
+        let id = Dictionary(uniqueKeysWithValues: claimed.map { ($0.message.recipient.value, $0.message.id) })
+        func feedback(_ email: String, _ kind: MailFeedback.Kind, _ status: String?) throws {
+            _ = try store.recordFeedback(
+                MailFeedback(outboxID: try #require(id[email]), kind: kind, status: status, diagnostic: "\(kind) \(status ?? "-")"),
+                softLimit: 5, softWindow: 86_400, now: now.addingTimeInterval(3))
+        }
+        // A full mailbox that later bounced for good counts once, by its latest bounce; a complaint about a message
+        // that also bounced counts among complaints as well.
+        try feedback("full@example.com", .soft, "4.2.2")
+        try feedback("full@example.com", .hard, "5.1.1")
+        try feedback("angry@example.com", .soft, "4.4.1")
+        try feedback("angry@example.com", .complaint, nil)
+        try feedback("gone@example.com", .hard, "5.1.1")
+        let report = try store.report(campaign: campaign.id, now: now.addingTimeInterval(4))
+        #expect(report.sent == 4)
+        #expect(
+            Set(report.feedback)
+                == [
+                    FeedbackCount(kind: .hard, statusClass: "5.1", count: 2), FeedbackCount(kind: .soft, statusClass: "4.4", count: 1),
+                    FeedbackCount(kind: .complaint, statusClass: nil, count: 1),
+                ])
+        #expect((report.bounced, report.complained) == (3, 1))
+        #expect(report.bounceRate == 0.75 && report.complaintRate == 0.25)
+    }
 }

@@ -10,8 +10,10 @@ and shows a confirm page; the one-click POST unsubscribes without a page to read
 from __future__ import annotations
 
 import csv
+import json
 import re
 import subprocess
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import requests
@@ -21,6 +23,8 @@ from http_support import ADMIN_TOKEN, CONTINUE, assert_error, ok, unique_email
 
 PASSWORD = "suppression-password-1"
 UNSUBSCRIBE_URL = "https://app.example.com/unsubscribe"
+PAGE_STRINGS = {path.stem: json.loads(path.read_text(encoding="utf-8"))
+                for path in (Path(__file__).resolve().parents[2] / "templates" / "pages" / "strings").glob("*.json")}
 
 
 def cli(srv, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -149,6 +153,13 @@ def test_one_click_unsubscribe_stops_campaign_mail_but_not_password_resets(serve
         page = requests.get(path, timeout=10)
         assert page.status_code == 200 and reader in page.text and 'action=""' in page.text, page.text
     assert query(srv.db_path, "SELECT COUNT(*) AS n FROM suppressions")[0]["n"] == 0
+    # The page speaks the mail's language, or the one asked for (`lang`), right to left where it is written so.
+    for lang, strings in (("fa", PAGE_STRINGS["fa"]), ("de", PAGE_STRINGS["de"]), ("pl", PAGE_STRINGS["pl"])):
+        page = requests.get(f"{path}&lang={lang}", timeout=10)
+        assert page.status_code == 200, page.text
+        assert f'lang="{lang}"' in page.text and strings["button_unsubscribe"] in page.text, (lang, page.text[:600])
+        assert ('dir="rtl"' in page.text) == (lang == "fa"), (lang, page.text[:300])
+    assert query(srv.db_path, "SELECT COUNT(*) AS n FROM suppressions")[0]["n"] == 0
 
     forged = requests.post(srv.url + "/unsubscribe?token=" + token[:-2] + "AA", data="List-Unsubscribe=One-Click",
                            headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=10)
@@ -168,10 +179,13 @@ def test_one_click_unsubscribe_stops_campaign_mail_but_not_password_resets(serve
 
     rejects = campaign_rejects(srv, "verify-email", [reader, other], "news-2")
     assert [r["reason"] for r in rejects] == ["RECIPIENT_SUPPRESSED (unsubscribe)"], rejects
-    # Password resets still reach the person who asks for one.
+    # Password resets and sign-in links still reach the person who asks for one.
     ok(srv.send_oob("PASSWORD_RESET", reader))
     wait_until(lambda: [m for m in srv.capture.messages() if m["rcpt_tos"] == [reader] and
                         "List-Unsubscribe" not in str(m["message"])], 30, "the password reset")
+    ok(srv.send_oob("EMAIL_SIGNIN", reader, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    wait_until(lambda: len([m for m in srv.capture.messages() if m["rcpt_tos"] == [reader] and
+                            "List-Unsubscribe" not in str(m["message"])]) == 2, 30, "the sign-in link")
 
 
 def test_rows_queued_before_a_suppression_are_not_sent(server):

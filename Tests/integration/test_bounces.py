@@ -128,9 +128,16 @@ def test_bounces_and_complaints_reach_their_rows_and_suppress_the_address(herald
     assert kinds == [(hard_id, "hard", "5.1.1"), (angry_id, "complaint", None), (full_id, "soft", "4.2.2"),
                      (full_id, "soft", "4.2.2"), (again, "soft", "5.2.2")], kinds
 
-    listed = {m["id"]: m["state"] for m in herald.messages(config)}
+    rows = {m["id"]: m for m in herald.messages(config)}
+    listed = {id: m["state"] for id, m in rows.items()}
     assert listed[again] == "bounced"
     assert (listed[hard_id], listed[angry_id], listed[full_id]) == ("bounced", "complained", "bounced"), listed
+    # `herald messages` shows when the bounce or complaint came, and its diagnostic as the last reply.
+    assert rows[hard_id]["feedbackAt"] and rows[hard_id]["feedbackAt"] >= rows[hard_id]["sentAt"], rows[hard_id]
+    assert "User unknown" in rows[hard_id]["lastReply"] and rows[angry_id]["feedbackAt"], rows
+    table = herald("messages", config=config).stdout.splitlines()
+    assert "BOUNCED/COMPLAINED" in table[0], table[0]
+    assert any(line.split()[0] == str(hard_id) and line.rstrip().endswith(rows[hard_id]["feedbackAt"]) for line in table), table
     audit = [json.loads(line) for line in herald("audit", "--format", "jsonl", config=config).stdout.splitlines()]
     by_id = {r["id"]: r for r in audit}
     assert by_id[hard_id]["feedback"].startswith("hard 5.1.1") and by_id[hard_id]["feedbackAt"], by_id[hard_id]

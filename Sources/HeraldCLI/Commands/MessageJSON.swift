@@ -1,10 +1,13 @@
+import Foundation
 import HeraldCore
 
-/// An outbox row in `herald messages --json`; `nextAttemptAt` is set only while the row is deferred.
+/// An outbox row in `herald messages --json`; `nextAttemptAt` is set only while the row is deferred, `feedbackAt`
+/// (when the bounce or complaint that moved it arrived; `lastReply` holds its diagnostic) only once it bounced or
+/// drew a complaint.
 struct MessageJSON: Encodable {
     enum CodingKeys: String, CodingKey {
         case id, action, recipient, email, newEmail, locale, state, attempts, lastReplyCode, lastReply, queuedAt, sentAt, messageId,
-            nextAttemptAt
+            nextAttemptAt, feedbackAt
     }
 
     let row: OutboxMessage
@@ -25,5 +28,11 @@ struct MessageJSON: Encodable {
         try container.encode(row.sentAt?.iso8601, forKey: .sentAt)
         try container.encode(row.messageID, forKey: .messageId)
         try container.encode(row.state == .deferred ? row.nextAttemptAt.iso8601 : nil, forKey: .nextAttemptAt)
+        try container.encode(row.feedbackAt?.iso8601, forKey: .feedbackAt)
     }
+}
+
+extension OutboxMessage {
+    /// When the bounce or complaint that moved this row arrived: the row changes no more after that.
+    var feedbackAt: Date? { state == .bounced || state == .complained ? updatedAt : nil }
 }

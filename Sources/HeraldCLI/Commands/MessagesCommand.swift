@@ -42,11 +42,12 @@ struct ListMessages: AsyncParsableCommand {
     }
 
     static func table(_ rows: [OutboxMessage]) -> String {
-        let header = ["ID", "ACTION", "RECIPIENT", "STATE", "TRIES", "LAST REPLY", "QUEUED", "SENT"]
+        let header = ["ID", "ACTION", "RECIPIENT", "STATE", "TRIES", "LAST REPLY", "QUEUED", "SENT", "BOUNCED/COMPLAINED"]
         let body = rows.map { row in
             [
                 "\(row.id)", row.kind.rawValue, row.recipient.value, row.state.rawValue, "\(row.attempts)",
                 String((row.lastReply ?? "").prefix(48)), row.queuedAt.iso8601, row.sentAt.map(\.iso8601) ?? "-",
+                row.feedbackAt.map(\.iso8601) ?? "-",
             ]
         }
         let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }

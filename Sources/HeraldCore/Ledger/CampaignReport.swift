@@ -38,7 +38,8 @@ public struct CampaignReport: Sendable {
     public let timeToRedeem: Percentiles?
     public let funnel: [Bucket]
     public let bucketSeconds: Int
-    /// Bounces and complaints of the campaign's mail, by kind and status class.
+    /// Bounces and complaints of the campaign's mail, by kind and status class: each message once among its bounces
+    /// (by its latest) and once among its complaints, so the counts add up to messages.
     public let feedback: [FeedbackCount]
 
     public init(

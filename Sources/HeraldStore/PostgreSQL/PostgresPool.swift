@@ -3,12 +3,18 @@ import HeraldCore
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import PostgresNIO
 
-/// Where a PostgreSQL ledger lives: `postgres://user@host:port/database?schema=name`.
+/// Where a PostgreSQL ledger lives: `postgres://user@host:port/database?schema=name&sslmode=verify-full&sslrootcert=ca.pem`.
 ///
 /// The password comes from the environment (`HERALD_DATABASE_PASSWORD`, else `PGPASSWORD`), never from a
 /// configuration file; a password written in the URL is refused so that it cannot end up in one.
+///
+/// `sslmode` and `sslrootcert` mean what they mean to libpq: `prefer` (the default) encrypts when the server
+/// offers TLS, `require` insists on it, `verify-ca` also checks the server's certificate against `sslrootcert`
+/// (else the system's trust roots), `verify-full` checks its name too (the host's name, or for an address the
+/// certificate's IP entries); `require` with `sslrootcert` checks the certificate like `verify-ca`.
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
@@ -17,14 +23,32 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var database: String
     /// The schema the ledger's tables live in (`search_path`); nil is the server's default (`public`).
     public var schema: String?
+    /// Whether and how the connection is encrypted (libpq's `sslmode`).
+    public var tls: TLSMode
+    /// The certificate authorities the server's certificate must chain to (libpq's `sslrootcert`, a PEM file).
+    public var rootCertificate: String?
 
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String, schema: String? = nil) {
+    /// libpq's `sslmode` values, except `allow` (plain first, TLS only if refused), which Herald does not offer.
+    public enum TLSMode: String, Sendable, Hashable, CaseIterable {
+        case disable
+        case prefer
+        case require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    public init(
+        host: String, port: Int = 5432, user: String, password: String? = nil, database: String, schema: String? = nil,
+        tls: TLSMode = .prefer, rootCertificate: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.user = user
         self.password = password
         self.database = database
         self.schema = schema
+        self.tls = tls
+        self.rootCertificate = rootCertificate
     }
 
     /// Whether `text` names a PostgreSQL ledger rather than a SQLite file.
@@ -46,6 +70,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         let database = String(components.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty, !database.contains("/") else { throw invalid("no database name") }
         var schema: String?
+        var tls = TLSMode.prefer
+        var rootCertificate: String?
         for item in components.queryItems ?? [] {
             switch item.name {
             case "schema":
@@ -53,17 +79,52 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                     value.unicodeScalars.allSatisfy({ $0 == "_" || ("a"..."z").contains($0) || ("0"..."9").contains($0) })
                 else { throw invalid("schema must be lower-case letters, digits and _") }
                 schema = value
+            case "sslmode":
+                guard let value = item.value, let mode = TLSMode(rawValue: value) else {
+                    let modes = TLSMode.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw invalid("sslmode \(item.value.map { "'\($0)'" } ?? "without a value") is not one of \(modes)")
+                }
+                tls = mode
+            case "sslrootcert":
+                guard let value = item.value, !value.isEmpty else { throw invalid("sslrootcert names no file") }
+                rootCertificate = value
             default: throw invalid("unknown parameter \(item.name)")
             }
         }
+        if rootCertificate != nil, tls == .disable || tls == .prefer {
+            throw invalid("sslrootcert needs sslmode=require, verify-ca or verify-full (with \(tls.rawValue) nothing checks it)")
+        }
         self.init(
             host: host, port: components.port ?? 5432, user: user,
-            password: environment["HERALD_DATABASE_PASSWORD"] ?? environment["PGPASSWORD"], database: database, schema: schema)
+            password: environment["HERALD_DATABASE_PASSWORD"] ?? environment["PGPASSWORD"], database: database, schema: schema,
+            tls: tls, rootCertificate: rootCertificate)
     }
 
     /// The URL without the password.
     public var description: String {
-        "postgres://\(user)@\(host):\(port)/\(database)" + (schema.map { "?schema=\($0)" } ?? "")
+        var parameters = schema.map { ["schema=\($0)"] } ?? []
+        if tls != .prefer { parameters.append("sslmode=\(tls.rawValue)") }
+        if let rootCertificate { parameters.append("sslrootcert=\(rootCertificate)") }
+        return "postgres://\(user)@\(host):\(port)/\(database)" + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))
+    }
+
+    /// The connection's TLS setting, its context built once (`sslrootcert` read then).
+    /// - Throws: `INVALID_CONFIGURATION` when `sslrootcert` cannot be read as PEM certificates.
+    func connectionTLS() throws -> PostgresConnection.Configuration.TLS {
+        guard tls != .disable else { return .disable }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        let checksChain = tls == .verifyCA || tls == .verifyFull || rootCertificate != nil
+        configuration.certificateVerification =
+            tls == .verifyFull ? .fullVerification : checksChain ? .noHostnameVerification : .none
+        do {
+            if let rootCertificate {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(rootCertificate))
+            }
+            let context = try NIOSSLContext(configuration: configuration)
+            return tls == .prefer ? .prefer(context) : .require(context)
+        } catch {
+            throw HeraldError(.invalidConfiguration, "database.url: sslrootcert \(rootCertificate ?? ""): \(error)")
+        }
     }
 }
 
@@ -89,8 +150,13 @@ final class PostgresPool: @unchecked Sendable {
     private var nextID = 0
     static let retries = 20
 
-    init(location: PostgresLocation, size: Int = 8) {
+    /// The TLS setting every connection uses (its context holds the trust roots, read once).
+    private let tls: PostgresConnection.Configuration.TLS
+
+    /// - Throws: `INVALID_CONFIGURATION` when the location's `sslrootcert` cannot be read.
+    init(location: PostgresLocation, size: Int = 8) throws {
         self.location = location
+        tls = try location.connectionTLS()
         self.size = max(1, size)
         var logger = Logger(label: "herald.postgres")
         logger.logLevel = .error
@@ -197,7 +263,7 @@ final class PostgresPool: @unchecked Sendable {
     var configuration: PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: location.host, port: location.port, username: location.user, password: location.password,
-            database: location.database, tls: .disable)
+            database: location.database, tls: tls)
         configuration.options.connectTimeout = .seconds(10)
         if let schema = location.schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
         return configuration
@@ -221,6 +287,14 @@ final class PostgresPool: @unchecked Sendable {
                     throw HeraldError(.invalidConfiguration, "database \(location): \(message)")
                 }
                 throw HeraldError(.unavailable, "ledger unavailable: \(location): \(message)")
+            }
+            if error.code == .sslUnsupported {
+                throw HeraldError(
+                    .invalidConfiguration, "database \(location): the server does not offer TLS, and sslmode=\(location.tls.rawValue) requires it")
+            }
+            if let underlying = error.underlying, underlying is NIOSSLError || underlying is NIOSSLExtraError {
+                // The server's certificate (its chain or its name) or its TLS was refused: retrying will not change it.
+                throw HeraldError(.invalidConfiguration, "database \(location): TLS failed: \(underlying)")
             }
             if error.code == .authMechanismRequiresPassword {
                 throw HeraldError(.invalidConfiguration, "database \(location): the server wants a password; set HERALD_DATABASE_PASSWORD")

@@ -125,11 +125,16 @@ extension PostgresStore {
     }
 
     /// Claims the due rows (`dueRows`) for `:owner` until `:lease` and returns them.
+    ///
+    /// The ids are chosen once, in a materialized CTE: as `WHERE id IN (SELECT … LIMIT … FOR UPDATE SKIP
+    /// LOCKED)` the planner may run the subquery more than once (a semi-join rescanned), and its `LIMIT` then
+    /// no longer bounds how many rows the update takes (PostgreSQL bug #15715).
     static let claimDueRows = """
+        WITH due AS MATERIALIZED (\(dueRows))
         UPDATE outbox
         SET state = 'sending', attempts = attempts + 1, lease_until = :lease, claimed_by = :owner, updated_at = :now
-        WHERE id IN (\(dueRows))
-        RETURNING *
+        FROM due WHERE outbox.id = due.id
+        RETURNING outbox.*
         """
 
     /// The ids of the rows a claim takes (`:now`, `:limit`), in queue order: due, not of a paused campaign.

@@ -122,11 +122,13 @@ extension PostgresStore {
             // SQLite's `GLOB '[245].[0-9]*'` and `substr(…, instr(…))`: the class is the status up to its second dot.
             try db.fetchAll(
                 """
-                SELECT f.kind, CASE WHEN f.status ~ '^[245]\\.[0-9]'
-                        THEN substring(f.status, 1, strpos(substring(f.status, 3), '.') + 1) END AS class,
-                    COUNT(DISTINCT f.outbox_id) AS n
-                FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
-                WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe'
+                SELECT kind, class, COUNT(*) AS n FROM (
+                    SELECT f.kind, CASE WHEN f.status ~ '^[245]\\.[0-9]'
+                            THEN substring(f.status, 1, strpos(substring(f.status, 3), '.') + 1) END AS class,
+                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint' ORDER BY f.id DESC) AS latest
+                    FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
+                    WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe') AS feedback
+                WHERE latest = 1
                 GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST
                 """, [id]
             ).compactMap { (row: SQLRow) -> FeedbackCount? in

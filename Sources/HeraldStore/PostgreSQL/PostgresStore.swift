@@ -23,7 +23,7 @@ public final class PostgresStore: HeraldStore {
     ///   credentials or the database does not exist.
     public init(location: PostgresLocation, poolSize: Int = 8, webhooks: WebhookRouting = .none) throws {
         self.webhooks = webhooks
-        pool = PostgresPool(location: location, size: poolSize)
+        pool = try PostgresPool(location: location, size: poolSize)
         do {
             try PostgresMigrations.migrate(pool)
         } catch let failure as PostgresFailure {

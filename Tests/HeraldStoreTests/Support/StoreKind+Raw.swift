@@ -16,7 +16,7 @@ extension StoreKind {
                 }
             }
         case .postgres:
-            let pool = PostgresPool(location: try Self.postgresLocation(scratch.path(name)), size: 1)
+            let pool = try PostgresPool(location: try Self.postgresLocation(scratch.path(name)), size: 1)
             return try pool.read { db in
                 try db.fetchAll(sql).map { row in
                     Dictionary(uniqueKeysWithValues: row.columnNames.map { ($0, row[$0] as String?) })
@@ -41,7 +41,7 @@ extension StoreKind {
         case .sqlite:
             try DatabaseQueue(path: scratch.path("\(name).sqlite")).write { db in try db.execute(sql: sqlite) }
         case .postgres:
-            let pool = PostgresPool(location: try Self.postgresLocation(scratch.path(name)), size: 1)
+            let pool = try PostgresPool(location: try Self.postgresLocation(scratch.path(name)), size: 1)
             try pool.write { db in
                 for statement in postgres.components(separatedBy: "\n;\n") { try db.execute(statement) }
             }
