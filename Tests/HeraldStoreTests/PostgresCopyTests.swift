@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldTesting
 import Testing
@@ -21,17 +22,31 @@ struct PostgresCopyTests {
         #expect(claimed.count == 5)
         try sqlite.record(claimed.map { ($0, Fixture.sent(at: now)) }, policy: Fixture.policy())
         let code = try sqlite.mintCode(.resetPassword, email: "grace@example.com", newEmail: nil, continueURL: nil, lifetime: 3600, now: now)
+        // A campaign (not started) with a row an operator cancelled, and a bounce that suppressed its address.
+        let campaign = try Fixture.campaign("news", now: now.addingTimeInterval(3600), in: sqlite)
+        _ = try Fixture.add(["c1@example.com", "c2@example.com", "c3@example.com"], to: campaign, now: now, in: sqlite)
+        let c3 = try #require(try sqlite.messages().first { $0.recipient.value == "c3@example.com" }?.id)
+        #expect(try sqlite.cancel(RequeueFilter(states: [.queued], ids: [c3]), actor: "test", dryRun: false, now: now) == [c3])
+        _ = try sqlite.recordFeedback(
+            MailFeedback(outboxID: ids[0], kind: .hard, status: "5.1.1", diagnostic: "550 5.1.1 user unknown"), softLimit: 3,
+            softWindow: 86_400, now: now)
 
         let postgres = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "copy") as? PostgresStore)
         let report = try postgres.copy(fromSQLite: scratch.path("old.sqlite"))
         let rows = Dictionary(uniqueKeysWithValues: report.tables.map { ($0.name, $0.rows) })
-        #expect(rows["outbox"] == 5)
+        #expect(rows["outbox"] == 8)
         #expect(rows["accounts"] == 1)
         #expect(rows["delivery_attempts"] == 5)
         #expect(rows["action_codes"] == 6)
+        #expect(rows["campaigns"] == 1)
+        #expect(rows["suppressions"] == 1 && rows["mail_feedback"] == 1 && rows["outbox_events"] == 1)
+        #expect(try postgres.suppressions(emails: ["u0@example.com"])["u0@example.com"]?.reason == .hardBounce)
+        #expect(try postgres.report(campaign: campaign.id, now: now).total == 3)
 
-        #expect(try postgres.messages().map(\.id) == ids)
-        #expect(try postgres.messages().allSatisfy { $0.state == .sent })
+        let copied = try postgres.messages()
+        #expect(copied.filter { $0.campaignID == nil }.map(\.id) == ids)
+        #expect(
+            copied.map(\.state).sorted { $0.rawValue < $1.rawValue } == [.bounced, .cancelled, .queued, .queued, .sent, .sent, .sent, .sent])
         #expect(try postgres.attempts(outboxID: ids[0]).map(\.replyCode) == [250])
         #expect(try postgres.account(email: "GRACE@example.com")?.emailVerified == true)
         #expect(try postgres.code(code.plaintext)?.kind == .resetPassword)
@@ -41,7 +56,19 @@ struct PostgresCopyTests {
         // A second copy would duplicate the ledger: refused, nothing written.
         let error = #expect(throws: HeraldError.self) { try postgres.copy(fromSQLite: scratch.path("old.sqlite")) }
         #expect(error?.code == .invalidConfiguration)
-        #expect(try postgres.messages().count == 6)
+        #expect(try postgres.messages().count == 9)
+    }
+
+    @Test func aSQLiteColumnThePostgreSQLLedgerLacksStopsTheCopyBeforeAnythingIsLost() throws {
+        let path = scratch.path("newer.sqlite")
+        let sqlite = try SQLiteStore(path: path)
+        _ = try sqlite.enqueue(Fixture.request(.verifyEmail, "u@example.com"), messageDomain: "x.test")
+        try DatabaseQueue(path: path).write { try $0.execute(sql: "ALTER TABLE outbox ADD COLUMN priority_hint TEXT") }
+        let postgres = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "newer") as? PostgresStore)
+        let error = #expect(throws: HeraldError.self) { try postgres.copy(fromSQLite: path) }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.detail.contains("outbox has columns") == true && error?.detail.contains("priority_hint") == true)
+        #expect(try postgres.messages().isEmpty)
     }
 
     @Test func mailQueuedThroughOneStoreWakesTheListenersOfAnother() async throws {

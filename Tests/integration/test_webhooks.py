@@ -7,6 +7,7 @@ they report, so a receiver that is down or failing loses nothing and never slows
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 
@@ -21,6 +22,15 @@ def hooks(**endpoints) -> dict:
 
 def deliveries(tmp_path) -> list:
     return query(db_path(tmp_path), "SELECT * FROM webhook_deliveries ORDER BY id")
+
+
+def strings(value) -> list:
+    """Every string in a decoded JSON value, keys included."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return [value] if isinstance(value, str) else []
 
 
 def test_sent_events_arrive_signed_and_carry_neither_code_nor_link(herald, capture, tmp_path):
@@ -154,3 +164,39 @@ def test_bad_webhook_configuration_is_refused_naming_the_key(herald, tmp_path):
     config = write_config(tmp_path, webhooks={"app": {"url": "https://example.com/hooks"}})
     from_env = herald("webhooks", "list", config=config, env={"HERALD_WEBHOOKS_APP_SECRET": SECRET})
     assert "app  https://example.com/hooks  all events" in from_env.stdout
+
+
+def test_a_message_out_of_attempts_is_reported_dead_signed_and_without_its_code(herald, start_capture, tmp_path):
+    capture = start_capture(script=["*:451:4.3.0 Try again later"])  # every DATA deferred: the row runs out of attempts
+    receiver = Receiver(SECRET).start()
+    try:
+        config = write_config(tmp_path, capture, worker={"maxAttempts": 2, "backoffBase": "1s", "backoffCap": "2s"},
+                              webhooks=hooks(app={"url": receiver.url, "secret": SECRET}))
+        outbox_id = herald.send("reset-password", "unlucky@example.com", config=config)
+        worker = herald.start("worker", config=config)
+        [event] = wait_until(lambda: receiver.of_type("dead"), 20, "the dead event")
+        assert event["message"]["id"] == str(outbox_id)
+        assert event["message"]["action"] == "reset-password" and event["message"]["recipient"] == "unlucky@example.com"
+        assert event["message"]["state"] == "dead" and event["message"]["attempts"] == 2
+        assert event["message"]["sentAt"] is None
+        assert event["smtpReply"]["code"] == 451 and "Try again later" in event["smtpReply"]["text"], event
+        assert event["occurredAt"].endswith("Z")
+        assert not receiver.bad_signatures
+        time.sleep(1.5)
+        assert [e["type"] for e in receiver.events] == ["dead"], "a deferral is no event; the end is one dead event"
+        assert capture.data_commands == 2 and capture.messages() == []
+
+        row = herald.message(config, outbox_id)
+        assert row["state"] == "dead" and row["attempts"] == 2 and row["lastReplyCode"] == 451, row
+        # The code never reached anyone: no string in the event is a code the ledger knows (by its hash).
+        hashes = {bytes(r["code_hash"]) for r in query(db_path(tmp_path), "SELECT code_hash FROM action_codes")}
+        assert hashes, "the message was given a code"
+        text = json.dumps(event)
+        assert "oobCode" not in text and "http" not in text, "neither the code nor the link"
+        assert not [s for s in strings(event) if hashlib.sha256(s.encode()).digest() in hashes], "an action code in the event"
+        wait_until(lambda: [d for d in deliveries(tmp_path) if d["event"] == "dead" and d["state"] == "delivered"],
+                   10, "the delivery recorded")
+        worker.signal(15)
+        assert worker.wait(30) == 0
+    finally:
+        receiver.stop()

@@ -1,19 +1,23 @@
 """`herald worker`'s metrics listener (`worker.metricsPort`, #14 part 1): a real worker sends to
 the capture server while its `/metrics` is scraped and parsed with prometheus_client's parser;
 the send counters, latency histograms, queue depth and campaign progress must follow the mail.
+Also the worker's `log.format: json`: one object per line, the keys of `herald serve`'s, no code or link.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import wait_until, write_config
+from helpers import action_link, parse_link, wait_until, write_config
 from postfix import free_port
 
 TIMEOUT = 20
+ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
 def scrape(port: int) -> dict:
@@ -81,3 +85,62 @@ def test_no_metrics_listener_without_a_port(herald, capture, tmp_path):
     herald.send("verify-email", "a@x.test", config=config)
     result = herald.worker_until_empty(config)
     assert "metrics listening" not in result.stderr
+
+
+def test_refusals_count_by_outcome_and_reply_class(herald, start_capture, tmp_path):
+    # ok: its first DATA deferred (451), then sent; soft: 451 to RCPT until its two attempts are spent; bad: 550 to RCPT.
+    capture = start_capture(script=["1:451:4.3.0 Try again", "rcpt=soft:451:4.2.1 Mailbox busy",
+                                    "rcpt=bad:550:5.1.1 No such user"])
+    port = free_port()
+    config = write_config(tmp_path, capture, worker={"pollInterval": "50ms", "metricsPort": port, "maxAttempts": 2,
+                                                     "backoffBase": "1s", "backoffCap": "2s"})
+    ids = {name: herald.send("verify-email", f"{name}@x.test", config=config) for name in ("ok", "soft", "bad")}
+
+    worker = herald.start("worker", config=config, name="worker")
+    samples = wait_until(
+        lambda: (s := scrape(port)) and value(s, "herald_sends_total", outcome="sent") == 1
+        and value(s, "herald_sends_total", outcome="dead") == 1 and value(s, "herald_sends_total", outcome="failed") == 1
+        and s,
+        timeout=TIMEOUT, what="the sent, the failed and the dead message counted")
+    assert {name: herald.message(config, i)["state"] for name, i in ids.items()} == {
+        "ok": "sent", "soft": "dead", "bad": "failed"}
+    assert value(samples, "herald_sends_total", outcome="sent", reply_class="2xx") == 1
+    assert value(samples, "herald_sends_total", outcome="deferred", reply_class="4xx") == 2, "ok's 451 and soft's first"
+    assert value(samples, "herald_sends_total", outcome="dead", reply_class="4xx") == 1
+    assert value(samples, "herald_sends_total", outcome="failed", reply_class="5xx") == 1
+    assert value(samples, "herald_sends_total") == 5, "one count per recorded outcome, in its reply class only"
+    assert value(samples, "herald_sends_total", reply_class="none") == 0
+    assert value(samples, "herald_send_duration_seconds_count", outcome="deferred") == 2
+    assert value(samples, "herald_send_duration_seconds_count", outcome="failed") == 1
+    assert value(samples, "herald_outbox_messages", state="dead", action="verify-email") == 1
+    assert value(samples, "herald_outbox_messages", state="failed", action="verify-email") == 1
+    assert len(capture.messages()) == 1
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(TIMEOUT) == 0, worker.stderr()
+
+
+def test_json_logs_of_the_worker_have_stable_keys_and_no_code_or_link(herald, start_capture, tmp_path):
+    capture = start_capture(script=["1:451:4.3.0 Try again"])  # a deferral too: a warning with the row's metadata
+    config = write_config(tmp_path, capture, log={"format": "json", "level": "debug"},
+                          worker={"backoffBase": "1s", "backoffCap": "1s"})
+    herald.send("reset-password", "ada@x.test", config=config)
+    result = herald.worker_until_empty(config)
+
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines, "herald worker logged nothing"
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        assert list(record) == ["time", "level", "label", "message", "metadata"], record
+        assert ISO_UTC.match(record["time"]), record["time"]
+        assert record["level"] in {"trace", "debug", "info", "notice", "warning", "error", "critical"}
+        assert isinstance(record["metadata"], dict)
+    messages = [r["message"] for r in records]
+    assert "worker started" in messages and any(m.startswith("worker finished") for m in messages), messages
+    assert any(r["level"] == "warning" and r["metadata"].get("reply", "").startswith("451") for r in records), records
+    assert any(r["level"] == "debug" for r in records), "log.level debug is honoured"
+    [mail] = capture.messages()
+    link = action_link(mail["message"])
+    code = parse_link(link)["params"]["oobCode"]
+    for secret in (code, link, "oobCode"):
+        assert secret not in result.stderr

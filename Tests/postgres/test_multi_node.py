@@ -252,6 +252,10 @@ def test_migrate_from_sqlite_copies_the_ledger_into_postgres(postgres, server, h
 
     pg_config = write_config(tmp_path, capture, name="pg.yaml", database={"url": postgres.url},
                              accounts={"owner": "herald"})
+    # A mistyped path is one error line, not a new empty ledger copied "successfully".
+    typo = tmp_path / "herald.sqlite-typo"
+    assert_one_error_line(herald("migrate", "--from", f"sqlite:{typo}", config=pg_config, check=False), "no such file")
+    assert not typo.exists()
     result = herald("migrate", "--from", f"sqlite:{db}", config=pg_config)
     lines = result.stdout.splitlines()
     assert "outbox: 3 rows" in lines and "accounts: 1 rows" in lines, result.stdout

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HeraldCore
 import HeraldStore
 
@@ -29,6 +30,10 @@ struct MigrateCommand: AsyncParsableCommand {
                 throw HeraldError(.invalidConfiguration, "--from copies into PostgreSQL: set database.url to a postgres:// URL")
             }
             let path = String(source.dropFirst("sqlite:".count))
+            // A mistyped path must not become a new, empty ledger that copies "successfully".
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw HeraldError(.invalidConfiguration, "--from sqlite:\(path): no such file")
+            }
             // Bring the SQLite ledger to this version's schema first, so every column it copies exists on both sides.
             _ = try SQLiteStore(path: path)
             let report = try postgres.copy(fromSQLite: path)

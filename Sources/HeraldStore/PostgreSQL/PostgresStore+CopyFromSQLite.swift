@@ -19,8 +19,8 @@ extension PostgresStore {
     /// Copies a SQLite ledger (accounts, codes, outbox, attempts, events, campaigns, limits, webhooks) into this
     /// empty PostgreSQL ledger in one transaction, keeping every id, then counts every table on both sides.
     ///
-    /// The SQLite file is opened read-only and migrated in memory only as far as it already is; run `herald migrate`
-    /// on it first if it is older than this version.
+    /// The SQLite file is opened read-only, as far as it is migrated: `herald migrate --from` brings it to this version's
+    /// schema first. A column this version's PostgreSQL ledger lacks (a newer SQLite ledger) stops the copy.
     /// - Throws: `INVALID_CONFIGURATION` when the file is not a ledger or this ledger already holds mail or
     ///   accounts; `UNAVAILABLE` when a count differs after the copy (nothing is committed then).
     public func copy(fromSQLite path: String, progress: (String, Int) -> Void = { _, _ in }) throws -> LedgerCopyReport {
@@ -50,6 +50,14 @@ extension PostgresStore {
                 let copied = try source.read { sqlite -> Int in
                     guard try sqlite.tableExists(table) else { return 0 }
                     let sourceColumns = Set(try sqlite.columns(in: table).map(\.name))
+                    // A column the PostgreSQL ledger lacks would be lost: a newer SQLite ledger than this version knows.
+                    let unknown = sourceColumns.subtracting(targetColumns).sorted()
+                    guard unknown.isEmpty else {
+                        throw HeraldError(
+                            .invalidConfiguration,
+                            "--from sqlite:\(path): \(table) has columns this version's PostgreSQL ledger lacks (\(unknown.joined(separator: ", "))); "
+                                + "copy with the herald version that wrote it")
+                    }
                     let columns = targetColumns.filter(sourceColumns.contains)
                     let list = columns.joined(separator: ", ")
                     let perBatch = max(1, 30_000 / max(1, columns.count))

@@ -151,6 +151,7 @@ extension SQLiteStore {
             """
         for id in started {
             try db.execute(sql: interrupt, arguments: ["id": id, "now": at, "reason": reason, "max": maxAttempts])
+            // Only a row the statement made `dead` is an event (`state:` guards the insert); a requeued one is not.
             try emitWebhook(db, .dead, outboxID: id, at: at, state: OutboxState.dead.rawValue)
         }
         let giveBack = """
