@@ -7,13 +7,11 @@ server, API calls over loopback, codes redeemed and refused.
 
 from __future__ import annotations
 
-import json
-import re
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import action_link, wait_until
+from helpers import action_link, json_log_records, wait_until
 from http_support import HTTP_TIMEOUT, code_of, error_code, ok, unique_email
 
 PASSWORD = "correct horse battery"
@@ -151,7 +149,6 @@ def test_metrics_token_guards_the_scrape(server):
 
 
 # --------------------------------------------------------------------------- logs
-ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
 def test_json_logs_are_one_object_per_line_with_stable_keys_and_no_secrets(server):
@@ -165,14 +162,7 @@ def test_json_logs_are_one_object_per_line_with_stable_keys_and_no_secrets(serve
     assert srv.stop() == 0
 
     stderr = srv.stderr_text()
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines, "herald serve logged nothing"
-    records = [json.loads(line) for line in lines]
-    for record in records:
-        assert list(record) == ["time", "level", "label", "message", "metadata"], record
-        assert ISO_UTC.match(record["time"]), record["time"]
-        assert record["level"] in {"trace", "debug", "info", "notice", "warning", "error", "critical"}
-        assert isinstance(record["metadata"], dict)
+    records = json_log_records(stderr, "herald serve")
     assert any(r["message"].startswith("worker finished") for r in records), stderr
     for secret in (code, link, PASSWORD, NEW_PASSWORD, srv.settings["server"]["adminToken"]):
         assert secret not in stderr

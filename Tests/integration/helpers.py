@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -528,3 +529,21 @@ def duplicates_by_crash(seen: dict, boundaries: list) -> tuple:
             else:
                 per_crash[crash] += 1
     return per_crash, unexplained
+
+
+# --------------------------------------------------------------------------- logs
+ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+
+
+def json_log_records(stderr: str, process: str) -> list:
+    """The lines of a `log.format: json` log, each checked to be one object with the stable keys in order
+    (time, level, label, message, metadata), an ISO UTC time and a known level."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, f"{process} logged nothing"
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        assert list(record) == ["time", "level", "label", "message", "metadata"], record
+        assert ISO_UTC.match(record["time"]), record["time"]
+        assert record["level"] in {"trace", "debug", "info", "notice", "warning", "error", "critical"}
+        assert isinstance(record["metadata"], dict)
+    return records

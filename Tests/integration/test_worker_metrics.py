@@ -6,18 +6,16 @@ Also the worker's `log.format: json`: one object per line, the keys of `herald s
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers import action_link, parse_link, wait_until, write_config
+from helpers import action_link, json_log_records, parse_link, wait_until, write_config
 from postfix import free_port
 
 TIMEOUT = 20
-ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
 def scrape(port: int) -> dict:
@@ -127,14 +125,7 @@ def test_json_logs_of_the_worker_have_stable_keys_and_no_code_or_link(herald, st
     herald.send("reset-password", "ada@x.test", config=config)
     result = herald.worker_until_empty(config)
 
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines, "herald worker logged nothing"
-    records = [json.loads(line) for line in lines]
-    for record in records:
-        assert list(record) == ["time", "level", "label", "message", "metadata"], record
-        assert ISO_UTC.match(record["time"]), record["time"]
-        assert record["level"] in {"trace", "debug", "info", "notice", "warning", "error", "critical"}
-        assert isinstance(record["metadata"], dict)
+    records = json_log_records(result.stderr, "herald worker")
     messages = [r["message"] for r in records]
     assert "worker started" in messages and any(m.startswith("worker finished") for m in messages), messages
     assert any(r["level"] == "warning" and r["metadata"].get("reply", "").startswith("451") for r in records), records
