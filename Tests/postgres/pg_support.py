@@ -49,6 +49,10 @@ class PostgresLedger:
                          f"SELECT coalesce(json_agg(q), '[]'::json) FROM ({sql}) AS q")
         return json.loads(out)
 
+    def execute(self, sql: str) -> None:
+        """Runs `sql` (a write the test stages, such as a worker of another host) in the test's schema."""
+        self._psql(f"SET search_path TO {self.schema}", sql)
+
     def states(self) -> dict:
         """{state: count} over the outbox."""
         return {r["state"]: r["n"] for r in self.query("SELECT state, count(*) AS n FROM outbox GROUP BY state")}

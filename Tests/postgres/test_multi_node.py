@@ -7,6 +7,8 @@
 * 50 concurrent redemptions of one code across both nodes: exactly one wins.
 * `herald migrate --from sqlite:PATH` copies a SQLite ledger (sent mail, an account, its codes).
 * A bad `database.url` stops `herald migrate` with one line.
+* A worker of another host that falls silent is given up after `worker.heartbeatTimeout`: its rows are sent,
+  at most its bound per connection charged `interrupted`.
 """
 
 from __future__ import annotations
@@ -329,3 +331,35 @@ def test_worker_max_rate_is_one_cap_for_every_worker_process(postgres, herald, s
     # little less at the edges); two caps of their own would let the pair finish in half that.
     assert span >= (RATED - 1) / RATE - 0.5, f"{RATED} messages in {span:.2f} s: faster than one cap of {RATE}/s"
     print(f"{RATED} messages in {span:.2f} s by 2 workers at maxRate {RATE}")
+
+
+# --------------------------------------------------------------------------- 6
+def test_a_silent_worker_on_another_host_is_given_up_after_the_heartbeat_timeout(postgres, herald, capture, tmp_path):
+    """A dead worker on this host is noticed by its vanished PID; one on another host only by its heartbeat. The
+    ghost here is such a worker (another host's name, a heartbeat a minute old) holding six rows on one connection
+    with a bound of two, as a crash would leave them."""
+    config = write_config(tmp_path, capture, name="ghost.yaml", database={"url": postgres.url},
+                          worker={"heartbeatTimeout": "2s", "pollInterval": "100ms"})
+    recipients = write_recipients(tmp_path, [f"ghost{i}@x.test" for i in range(6)])
+    herald("send", "verify-email", "--recipients", recipients, "--continue-url", CONTINUE, config=config)
+    postgres.execute(
+        "INSERT INTO workers (id, host, pid, started_at, heartbeat_at) VALUES "
+        "('ghost', 'another-host.internal', 4242, "
+        "(extract(epoch FROM now()) * 1000)::bigint - 120000, (extract(epoch FROM now()) * 1000)::bigint - 60000);"
+        "UPDATE outbox SET state = 'sending', attempts = attempts + 1, claimed_by = 'ghost/0:2', "
+        "lease_until = (extract(epoch FROM now()) * 1000)::bigint + 600000")
+    assert postgres.states() == {"sending": 6}
+
+    started = time.monotonic()
+    worker = herald.start("worker", config=config, name="sweeper")
+    wait_until(lambda: postgres.states() == {"sent": 6}, timeout=60, what="the ghost's rows sent", interval=0.2)
+    elapsed = time.monotonic() - started
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0, worker.stderr()
+    assert elapsed < 30, f"the rows waited {elapsed:.1f} s: for their 10-minute lease rather than the 2 s heartbeat timeout"
+    assert "worker ghost died (no heartbeat for" in worker.stderr(), worker.stderr()
+
+    charged = postgres.query("SELECT outbox_id FROM delivery_attempts WHERE outcome = 'interrupted' ORDER BY outbox_id")
+    assert len(charged) == 2, f"the ghost's bound is 2 unrecorded sends on its one connection: {charged}"
+    assert postgres.query("SELECT stopped_at IS NOT NULL AS stopped FROM workers WHERE id = 'ghost'") == [{"stopped": True}]
+    assert sorted(m["rcpt_tos"][0] for m in capture.messages()) == sorted(f"ghost{i}@x.test" for i in range(6))
