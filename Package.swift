@@ -139,7 +139,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreTests",
-            dependencies: ["HeraldStore", "HeraldCore", "HeraldTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "HeraldStore", "HeraldCore", "HeraldTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -32,12 +32,13 @@ trap cleanup EXIT
 as_owner "$bin/initdb" -D "$dir/data" -U herald --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 1; }
 # TLS: a CA and the server's certificate (the name localhost only), made here; the role herald_tls is refused without TLS.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=Herald test CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" \
-  >/dev/null 2>&1
-openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$dir/server.key" -out "$dir/server.csr" >/dev/null 2>&1
+command -v openssl >/dev/null || { echo "with-postgres: openssl not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 printf 'subjectAltName=DNS:localhost\n' >"$dir/san.ext"
-openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
-  -extfile "$dir/san.ext" -out "$dir/server.crt" >/dev/null 2>&1
+{ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=Herald test CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" \
+    && openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$dir/server.key" -out "$dir/server.csr" \
+    && openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+      -extfile "$dir/san.ext" -out "$dir/server.crt"; } >"$dir/openssl.log" 2>&1 \
+  || { echo "with-postgres: making the test certificates failed:" >&2; cat "$dir/openssl.log" >&2; exit 1; }
 chown "$owner" "$dir/server.key" "$dir/server.crt"
 chmod 600 "$dir/server.key"
 chmod 644 "$dir/ca.crt"

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldTesting
+import NIOSSL
 import Testing
 
 @testable import HeraldStore
@@ -29,6 +30,12 @@ import Testing
         for mode in PostgresLocation.TLSMode.allCases {
             #expect(try PostgresLocation(url: "postgres://h@db/herald?sslmode=\(mode.rawValue)", environment: [:]).tls == mode)
         }
+    }
+
+    @Test func onlyARefusedCertificateIsAConfigurationErrorNotAHandshakeCutShort() {
+        #expect(PostgresPool.isCertificateRefusal(NIOSSLExtraError.failedToValidateHostname))
+        #expect(PostgresPool.isCertificateRefusal(NIOSSLError.handshakeFailed(.sslError([]))) == false)
+        #expect(PostgresPool.isCertificateRefusal(NIOSSLError.uncleanShutdown) == false)
     }
 
     @Test func anUnreadableRootCertificateStopsTheStoreBeforeItConnects() throws {

@@ -160,13 +160,14 @@ import Testing
                 MailFeedback(outboxID: try #require(id[email]), kind: kind, status: status, diagnostic: "\(kind) \(status ?? "-")"),
                 softLimit: 5, softWindow: 86_400, now: now.addingTimeInterval(3))
         }
-        // A full mailbox that later bounced for good counts once, by its latest bounce; a complaint about a message
-        // that also bounced counts among complaints as well.
+        // A full mailbox that later bounced for good counts once, as hard; so does a hard bounce followed by a late
+        // delay notice. A complaint about a message that also bounced counts among complaints as well.
         try feedback("full@example.com", .soft, "4.2.2")
         try feedback("full@example.com", .hard, "5.1.1")
         try feedback("angry@example.com", .soft, "4.4.1")
         try feedback("angry@example.com", .complaint, nil)
         try feedback("gone@example.com", .hard, "5.1.1")
+        try feedback("gone@example.com", .soft, "4.4.7")
         let report = try store.report(campaign: campaign.id, now: now.addingTimeInterval(4))
         #expect(report.sent == 4)
         #expect(

@@ -49,19 +49,20 @@ def test_refusals_over_tls_stop_with_one_line_naming_the_cause(postgres, herald,
     ca, user, port, database = tls_setup(postgres)
     base = f"postgres://{user}@127.0.0.1:{port}/{database}?schema={postgres.schema}"
     # Without TLS the server refuses the role (pg_hba: hostnossl … reject).
-    assert_one_error_line(migrate(herald, tmp_path, "plain", f"{base}&sslmode=disable"), "herald_tls")
+    assert_one_error_line(migrate(herald, tmp_path, "plain", f"{base}&sslmode=disable"), "pg_hba.conf", "no encryption")
     # A certificate from another CA is not trusted.
     other = tmp_path / "other-ca.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Another CA",
                     "-keyout", str(tmp_path / "other-ca.key"), "-out", str(other)], check=True, capture_output=True)
-    assert_one_error_line(migrate(herald, tmp_path, "foreign", f"{base}&sslmode=verify-ca&sslrootcert={other}"), "TLS")
+    assert_one_error_line(migrate(herald, tmp_path, "foreign", f"{base}&sslmode=verify-ca&sslrootcert={other}"),
+                          "TLS failed", "CERTIFICATE_VERIFY_FAILED")
     # verify-full checks the certificate's name: it names localhost, and has no entry for the address 127.0.0.1.
     by_address = f"postgres://{user}@127.0.0.1:{port}/{database}?schema={postgres.schema}&sslmode=verify-full&sslrootcert={ca}"
-    assert_one_error_line(migrate(herald, tmp_path, "address", by_address), "TLS", "127.0.0.1")
+    assert_one_error_line(migrate(herald, tmp_path, "address", by_address), "TLS failed", "failedToValidateHostname")
     # An unreadable CA file and an unknown sslmode are configuration errors before any connection.
     assert_one_error_line(migrate(herald, tmp_path, "noca", f"{base}&sslmode=verify-ca&sslrootcert={tmp_path}/none.pem"),
-                          "none.pem")
-    assert_one_error_line(migrate(herald, tmp_path, "mode", f"{base}&sslmode=always"), "sslmode")
+                          f"database.url: sslrootcert {tmp_path}/none.pem: ")
+    assert_one_error_line(migrate(herald, tmp_path, "mode", f"{base}&sslmode=always"), "sslmode 'always' is not one of")
 
 
 def test_the_default_sslmode_encrypts_when_the_server_offers_tls(postgres, server, tmp_path):

@@ -39,7 +39,8 @@ public struct CampaignReport: Sendable {
     public let funnel: [Bucket]
     public let bucketSeconds: Int
     /// Bounces and complaints of the campaign's mail, by kind and status class: each message once among its bounces
-    /// (by its latest) and once among its complaints, so the counts add up to messages.
+    /// (by its hard bounce if it had one, else its latest) and once among its complaints, so the counts add up to
+    /// messages. (The row itself keeps the first report that moved it: `herald messages` shows that one.)
     public let feedback: [FeedbackCount]
 
     public init(

@@ -26,7 +26,8 @@ struct UnroutedMiddleware<Context: RequestContext>: RouterMiddleware {
 final class KnownRoutes: Sendable {
     private let table = Mutex<[(path: [RouterPath.Element], method: HTTPRequest.Method)]>([])
 
-    /// Takes the router's routes (with the HEAD it generates for each GET); called once they are all added.
+    /// Takes the router's routes (HEAD, which it generates for each GET when it builds its responder, is added by
+    /// ``allowedMethods(path:)``); called once they are all added.
     func load(_ routes: [(path: RouterPath, method: HTTPRequest.Method)]) {
         table.withLock { $0 = routes.map { (Array($0.path), $0.method) } }
     }

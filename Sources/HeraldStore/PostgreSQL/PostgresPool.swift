@@ -11,10 +11,12 @@ import PostgresNIO
 /// The password comes from the environment (`HERALD_DATABASE_PASSWORD`, else `PGPASSWORD`), never from a
 /// configuration file; a password written in the URL is refused so that it cannot end up in one.
 ///
-/// `sslmode` and `sslrootcert` mean what they mean to libpq: `prefer` (the default) encrypts when the server
-/// offers TLS, `require` insists on it, `verify-ca` also checks the server's certificate against `sslrootcert`
-/// (else the system's trust roots), `verify-full` checks its name too (the host's name, or for an address the
-/// certificate's IP entries); `require` with `sslrootcert` checks the certificate like `verify-ca`.
+/// `sslmode` and `sslrootcert` follow libpq: `prefer` (the default) encrypts when the server offers TLS, `require`
+/// insists on it, `verify-ca` also checks the server's certificate against `sslrootcert`, `verify-full` checks its
+/// name too (the host's name, or for an address the certificate's IP entries); `require` with `sslrootcert`
+/// checks the certificate like `verify-ca`. Unlike libpq: without `sslrootcert` the system's trust roots are used
+/// (not `~/.postgresql/root.crt`), `sslrootcert` beside `disable` or `prefer` is refused rather than ignored, and
+/// `prefer` does not retry in plain text after a failed handshake.
 public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
@@ -269,6 +271,18 @@ final class PostgresPool: @unchecked Sendable {
         return configuration
     }
 
+    /// Whether a TLS failure is the server's certificate refused by the checks `sslmode` asks for: its chain
+    /// (`CERTIFICATE_VERIFY_FAILED`) or its name.
+    static func isCertificateRefusal(_ error: any Error) -> Bool {
+        if let extra = error as? NIOSSLExtraError {
+            return extra == .failedToValidateHostname || extra == .serverHostnameImpossibleToMatch
+        }
+        if let ssl = error as? NIOSSLError, case .handshakeFailed = ssl {
+            return "\(ssl)".contains("CERTIFICATE_VERIFY_FAILED")
+        }
+        return false
+    }
+
     /// Opens one connection.
     /// - Throws: `UNAVAILABLE` while the server cannot be reached; `INVALID_CONFIGURATION` when it refuses the
     ///   user, the password or the database.
@@ -292,8 +306,9 @@ final class PostgresPool: @unchecked Sendable {
                 throw HeraldError(
                     .invalidConfiguration, "database \(location): the server does not offer TLS, and sslmode=\(location.tls.rawValue) requires it")
             }
-            if let underlying = error.underlying, underlying is NIOSSLError || underlying is NIOSSLExtraError {
-                // The server's certificate (its chain or its name) or its TLS was refused: retrying will not change it.
+            if let underlying = error.underlying, Self.isCertificateRefusal(underlying) {
+                // The server's certificate (its chain or its name) was refused: retrying will not change it. Any
+                // other TLS failure (a connection cut mid-handshake by a restart or a failover) is transient.
                 throw HeraldError(.invalidConfiguration, "database \(location): TLS failed: \(underlying)")
             }
             if error.code == .authMechanismRequiresPassword {

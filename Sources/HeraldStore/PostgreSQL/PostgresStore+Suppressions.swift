@@ -125,7 +125,7 @@ extension PostgresStore {
                 SELECT kind, class, COUNT(*) AS n FROM (
                     SELECT f.kind, CASE WHEN f.status ~ '^[245]\\.[0-9]'
                             THEN substring(f.status, 1, strpos(substring(f.status, 3), '.') + 1) END AS class,
-                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint' ORDER BY f.id DESC) AS latest
+                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint' ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
                     FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
                     WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe') AS feedback
                 WHERE latest = 1
