@@ -67,9 +67,8 @@ def test_refusals_over_tls_stop_with_one_line_naming_the_cause(postgres, herald,
 
 def test_the_default_sslmode_encrypts_when_the_server_offers_tls(postgres, server, tmp_path):
     # The ordinary role may connect either way; with the default (prefer) Herald's connections are encrypted.
-    srv = server(database={"url": postgres.url})
+    server(database={"url": postgres.url})
     rows = postgres.query(
         "SELECT bool_and(s.ssl) AS all_tls, count(*) AS n FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
         f"WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.usename = current_user")
     assert rows[0]["n"] >= 1 and rows[0]["all_tls"] is True, rows
-    del srv

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import HeraldCore
 import HeraldStore
 
@@ -31,9 +30,7 @@ struct MigrateCommand: AsyncParsableCommand {
             }
             let path = String(source.dropFirst("sqlite:".count))
             // A mistyped path must not become a new, empty ledger that copies "successfully".
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw HeraldError(.invalidConfiguration, "--from sqlite:\(path): no such file")
-            }
+            try PostgresStore.requireSQLiteFile(path)
             // Bring the SQLite ledger to this version's schema first, so every column it copies exists on both sides.
             _ = try SQLiteStore(path: path)
             let report = try postgres.copy(fromSQLite: path)

@@ -16,6 +16,14 @@ extension PostgresStore {
         "mail_feedback", "outbox_events", "webhook_deliveries",
     ]
 
+    /// - Throws: `INVALID_CONFIGURATION` when there is no file at `path` to copy from (checked before anything opens
+    ///   it, since opening a SQLite ledger creates a missing file).
+    public static func requireSQLiteFile(_ path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw HeraldError(.invalidConfiguration, "--from sqlite:\(path): no such file")
+        }
+    }
+
     /// Copies a SQLite ledger (accounts, codes, outbox, attempts, events, campaigns, limits, webhooks) into this
     /// empty PostgreSQL ledger in one transaction, keeping every id, then counts every table on both sides.
     ///
@@ -24,9 +32,7 @@ extension PostgresStore {
     /// - Throws: `INVALID_CONFIGURATION` when the file is not a ledger or this ledger already holds mail or
     ///   accounts; `UNAVAILABLE` when a count differs after the copy (nothing is committed then).
     public func copy(fromSQLite path: String, progress: (String, Int) -> Void = { _, _ in }) throws -> LedgerCopyReport {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw HeraldError(.invalidConfiguration, "--from sqlite:\(path): no such file")
-        }
+        try Self.requireSQLiteFile(path)
         var configuration = Configuration()
         configuration.readonly = true
         let source: DatabaseQueue
