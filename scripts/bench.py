@@ -143,8 +143,8 @@ def bench_api(herald: str, base_env: dict, work: Path, rate: float, seconds: flo
         delay = max(0.0, delay - (1000.0 * connections / trial["rate"] - 1000.0 * connections / rate))
         paced = run_wrk(url, connections, seconds, delay, "paced")
         with sqlite3.connect(work / "api.sqlite") as db:
-            queued = db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
-            sent = db.execute("SELECT COUNT(*) FROM outbox WHERE state = 'sent'").fetchone()[0]
+            # One statement, one snapshot: requests still in flight when wrk stopped may queue rows between two reads.
+            queued, sent = db.execute("SELECT COUNT(*), COALESCE(SUM(state = 'sent'), 0) FROM outbox").fetchone()
     finally:
         server.terminate()
         server.wait(timeout=30)

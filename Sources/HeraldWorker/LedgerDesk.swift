@@ -9,7 +9,7 @@ import HeraldStore
 /// (a group commit: one WAL append for the batch). It records when a connection cannot start its next send
 /// until it does, when a batch is full, or once the oldest outcome has waited `recordWait` (5 ms) — so under
 /// load many outcomes share a commit, and a lone send is recorded within milliseconds. A connection starts a
-/// send only while fewer than `ClaimPolicy.unrecordedPerConnection` (`worker.unrecordedPerConnection`, 32 by
+/// send only while fewer than `ClaimPolicy.unrecordedPerConnection` (`worker.unrecordedPerConnection`, 64 by
 /// default) of its sends are unrecorded, so a crash can duplicate only those (`returnOrphans` reads that many
 /// first rows of each connection's claim as possibly started). The desk wakes the send loop
 /// (`MailDispatcher.waker`) when it has claimed or recorded what a connection was waiting for.

@@ -6,7 +6,8 @@ import HeraldStore
 ///
 /// Two threads share the work: the caller's reads, validates and applies the account rule to the next batch
 /// while a ``HandoffThread`` writes the previous one. Only the writer touches the summary, the schedule and
-/// the rejects file.
+/// the rejects file. A third copies the writer's log into the database (`checkpointInBackground`), so the
+/// writer's commits never stop to do it.
 ///
 /// Every row passes the sending rules (address, display name, locale, and the account rules of
 /// `Actions.send`); a refused row goes to the rejects file with its line number and reason (the
@@ -135,6 +136,8 @@ final class CampaignImporter {
         let emailColumn = header.firstIndex(of: "email")!
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
+        let stopCheckpoints = store.checkpointInBackground()
+        defer { stopCheckpoints() }  // after the writer: the last batches' log is copied too
         defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
@@ -177,6 +180,8 @@ final class CampaignImporter {
     func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
+        let stopCheckpoints = store.checkpointInBackground()
+        defer { stopCheckpoints() }
         defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
             try add(

@@ -321,7 +321,7 @@ public struct HeraldConfiguration: Sendable {
         public var batchSize = 50
         /// How many of a connection's sends may await recording at once: the most a crash can send twice per
         /// connection. More lets outcomes share a commit (one WAL append for many), fewer bounds duplicates tighter.
-        public var unrecordedPerConnection = 32
+        public var unrecordedPerConnection = 64
         public var maxAttempts = 8
         public var backoffBase: TimeInterval = 30
         public var backoffCap: TimeInterval = 3600
