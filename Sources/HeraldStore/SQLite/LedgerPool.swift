@@ -22,6 +22,13 @@ struct LedgerPool: Sendable {
         try Self.translating { try base.read(value) }
     }
 
+    /// Reads outside a transaction, for a body of one statement: a statement sees one snapshot by itself, and the
+    /// `BEGIN` and `COMMIT` a snapshot read adds (each parsed anew) cost more than an indexed lookup. Never for a
+    /// body of several statements that must agree.
+    func readOneStatement<T>(_ value: (Database) throws -> T) throws -> T {
+        try Self.translating { try base.unsafeRead(value) }
+    }
+
     /// - Parameter opening: while opening, a file that cannot be opened is a configuration problem, not a passing one.
     static func translating<T>(opening: Bool = false, _ body: () throws -> T) throws -> T {
         do {
