@@ -82,7 +82,7 @@ def assert_recovers_and_delivers_once(herald, config, db: Path, capture, worker,
 # --------------------------------------------------------------------------- 1. lock
 def test_a_write_lock_held_three_busy_timeouts_is_waited_out(herald, start_capture, tmp_path, db):
     capture = start_capture(delay=0.1)
-    # Two unrecorded sends per connection: with the default 32 the whole queue could go out during the lock.
+    # Two unrecorded sends per connection: with the default 64 the whole queue could go out during the lock.
     config = write_config(tmp_path, capture, database={"busyTimeout": BUSY_TIMEOUT}, worker={"unrecordedPerConnection": 2})
     recipients = queue_many(herald, config, 20, "lock")
 

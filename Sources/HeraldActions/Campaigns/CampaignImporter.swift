@@ -137,7 +137,7 @@ final class CampaignImporter {
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
         let stopCheckpoints = store.checkpointInBackground()
-        defer { stopCheckpoints() }  // after the writer: the last batches' log is copied too
+        defer { stopCheckpoints() }  // after the writer; what log is left, SQLite copies as usual
         defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
