@@ -134,13 +134,18 @@ final class CampaignImporter {
         var reader = try Self.openReader(path)
         let header = try Self.header(&reader, path)
         let emailColumn = header.firstIndex(of: "email")!
-        rejects = try RejectsWriter(path: rejectsPath)
-        defer { rejects?.close() }
-        let stopCheckpoints = store.checkpointInBackground()
-        defer { stopCheckpoints() }  // after the writer; what log is left, SQLite copies as usual
-        defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         let nameColumn = header.firstIndex(of: "display_name")
         let localeColumn = header.firstIndex(of: "locale")
+        return try importing(rejectsPath: rejectsPath) {
+            try readRecords(&reader, path: path, header: header, columns: (emailColumn, nameColumn, localeColumn))
+        }
+    }
+
+    /// Adds every record of the file after its header.
+    private func readRecords(
+        _ reader: inout CSVRecordReader, path: String, header: [String], columns: (email: Int, name: Int?, locale: Int?)
+    ) throws {
+        let (emailColumn, nameColumn, localeColumn) = columns
         while let record = try Self.read(&reader, path) {
             let line = record.line
             let bytes = record.bytes
@@ -170,24 +175,28 @@ final class CampaignImporter {
                     line: line, email: cells[emailColumn], displayName: nameColumn.map { cells[$0] }, locale: localeColumn.map { cells[$0] },
                     variables: variables, raw: text))
         }
-        try flush()
-        try writer.finish()
-        try finish()
-        return summary
     }
 
     /// Imports accounts (all, or only those whose email is unverified); disabled accounts are skipped.
     func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
+        try importing(rejectsPath: rejectsPath) {
+            for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
+                try add(
+                    Recipient(
+                        line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:], raw: account.email))
+            }
+        }
+    }
+
+    /// Runs `addRows` with the rejects file open and the writer's log copied on a thread of its own, then writes the
+    /// last batch and the rejected count.
+    private func importing(rejectsPath: String, _ addRows: () throws -> Void) throws -> Summary {
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
         let stopCheckpoints = store.checkpointInBackground()
-        defer { stopCheckpoints() }
+        defer { stopCheckpoints() }  // after the writer; what log is left, SQLite copies as usual
         defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
-        for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
-            try add(
-                Recipient(
-                    line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:], raw: account.email))
-        }
+        try addRows()
         try flush()
         try writer.finish()
         try finish()
