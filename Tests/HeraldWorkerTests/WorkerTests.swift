@@ -285,6 +285,35 @@ import Testing
         #expect(seen.first??.hasPrefix("ledger: ledger unavailable: database is locked") == true, "\(seen)")
         #expect(seen.last == .some(nil), "\(seen)")
     }
+
+    /// A process queueing mail one message at a time (as `herald serve` does under a trickle of requests) wakes its
+    /// worker, which claims what came meanwhile at most every `LedgerDesk.trickleWait`, not each message on its own.
+    @Test func aTrickleOfQueuedMailIsClaimedInBunches() async throws {
+        var worker = try fixture.worker(sendingTo: ScriptedMailServer())
+        let signal = QueueSignal()
+        worker.queueSignal = signal
+        let stop = StopSignal()
+        let running = Task { [worker] in try await worker.run(untilEmpty: false, concurrency: 1, stop: stop) }
+        let messages = 60
+        let started = Date()
+        for n in 0..<messages {
+            try fixture.enqueue(.verifyEmail, "u\(n)@example.com")
+            signal.signal()
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let queueing = Date().timeIntervalSince(started)
+        let deadline = Date().addingTimeInterval(20)
+        while try fixture.store.stateCounts()[.sent] != messages && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        stop.stop()
+        let summary = try await running.value
+        #expect(summary.sent == messages)
+        // One claim mints its codes at one time: the distinct times are the claims that took rows.
+        let claims = try fixture.store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT created_at) FROM action_codes") } ?? 0
+        // Claimed as signalled, each message (2 ms apart) was a claim of its own; bunched, one claim per 20 ms of
+        // queueing, plus the first and the last.
+        let bound = Int(queueing / LedgerDesk.trickleWait) + 3
+        #expect(claims >= 2 && claims <= bound, "\(claims) claims for \(messages) messages queued over \(queueing) s")
+    }
 }
 
 /// The errors a `WorkerService` reported through `onFailure`.

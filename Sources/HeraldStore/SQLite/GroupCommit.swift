@@ -10,19 +10,25 @@ import GRDB
 /// that commit wait for it and share the next, so batches grow with the load and a lone request
 /// waits for nothing. If the commit fails, no write of the batch happened and every caller gets the error.
 ///
-/// `@unchecked Sendable`: the queue is guarded by `condition`; a write's closure runs on the leader's
+/// Each caller waits on a semaphore of its own and is woken once: when its write is committed, or to lead
+/// the next commit (the leader hands over to the first write that arrived during its commit). A shared
+/// condition woke every waiting caller after each commit, and those whose write was not in it went back to sleep.
+///
+/// `@unchecked Sendable`: the queue is guarded by `lock`; a write's closure runs on the leader's
 /// thread while its caller waits, so nothing it captures is used by two threads at once.
 final class GroupCommit: @unchecked Sendable {
     private final class Write {
         let body: (Database) throws -> Void
         var error: (any Error)?
-        var done = false
+        /// Set (under `lock`) before `wake` is signalled: this caller leads the next commit.
+        var leads = false
+        let wake = DispatchSemaphore(value: 0)
 
         init(_ body: @escaping (Database) throws -> Void) { self.body = body }
     }
 
     private let pool: LedgerPool
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var waiting: [Write] = []
     private var leading = false
 
@@ -32,24 +38,37 @@ final class GroupCommit: @unchecked Sendable {
         try withoutActuallyEscaping(body) { body in
             var result: T?
             let write = Write { db in result = try body(db) }
-            condition.lock()
+            lock.lock()
             waiting.append(write)
-            while !write.done {
-                if leading {
-                    condition.wait()
-                    continue
-                }
+            if leading {
+                lock.unlock()
+                write.wake.wait()  // committed, or handed the lead
+            } else {
                 leading = true
-                let batch = waiting
-                waiting = []
-                condition.unlock()
-                commit(batch)
-                condition.lock()
-                for member in batch { member.done = true }
-                leading = false
-                condition.broadcast()
+                write.leads = true
+                lock.unlock()
             }
-            condition.unlock()
+            if write.leads {
+                lock.lock()
+                var batch = waiting
+                waiting = []
+                lock.unlock()
+                commit(batch)
+                // No reference to another caller's write may outlive its wake: its closure escapes only until it returns.
+                let wakes = batch.compactMap { $0 === write ? nil : $0.wake }
+                batch = []
+                var nextWake: DispatchSemaphore?
+                lock.lock()
+                if let next = waiting.first {
+                    next.leads = true
+                    nextWake = next.wake
+                } else {
+                    leading = false
+                }
+                lock.unlock()
+                for wake in wakes { wake.signal() }
+                nextWake?.signal()
+            }
             if let error = write.error { throw error }
             return result!
         }
