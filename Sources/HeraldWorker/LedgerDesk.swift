@@ -122,7 +122,8 @@ final class LedgerDesk: @unchecked Sendable {
         let now = Date()
         var sooner = false
         for index in lanes.indices where lanes[index].nextClaim > now {
-            let next = max(now, lanes[index].claimFloor)
+            // Never later than one trickle wait from now, even if the wall clock stepped back since the floor was set.
+            let next = max(now, min(lanes[index].claimFloor, now.addingTimeInterval(Self.trickleWait)))
             if next < lanes[index].nextClaim {
                 lanes[index].nextClaim = next
                 sooner = true
@@ -297,8 +298,11 @@ final class LedgerDesk: @unchecked Sendable {
         let store = worker.store
         let policy = worker.policy
         let now = Date()
-        guard let rows = try watch.run("claiming mail", stop: stop, persistence: .untilStopped, { try store.claim(policy, owner: owner, now: now) })
+        guard
+            let batch = try watch.run(
+                "claiming mail", stop: stop, persistence: .untilStopped, { try store.claimBatch(policy, owner: owner, now: now) })
         else { return }
+        let rows = batch.messages
         var status: QueueStatus?
         if rows.isEmpty {
             status = try watch.run("reading the queue", stop: stop, persistence: .untilStopped) { try store.queueStatus() }
@@ -310,7 +314,8 @@ final class LedgerDesk: @unchecked Sendable {
             lanes[connection].inbox += rows
             lanes[connection].outstanding += rows.count
             lanes[connection].wants = false
-            if rows.count < policy.limit && !untilEmpty {
+            // Counted before suppressed rows were cancelled: a full claim of a backlog with some is no trickle.
+            if batch.taken < policy.limit && !untilEmpty {
                 // The queue is trickling: let what is queued meanwhile share the next claim.
                 lanes[connection].claimFloor = now.addingTimeInterval(Self.trickleWait)
                 lanes[connection].nextClaim = lanes[connection].claimFloor

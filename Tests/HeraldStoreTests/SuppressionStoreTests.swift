@@ -131,7 +131,9 @@ import Testing
                 Suppression(email: "unsub@example.com", reason: .unsubscribe, createdAt: now),
                 Suppression(email: "gone@example.com", reason: .hardBounce, createdAt: now),
             ], now: now)
-        let claimed = try store.claim(Fixture.policy(), now: now.addingTimeInterval(1))
+        let batch = try store.claimBatch(Fixture.policy(), owner: "local/0", now: now.addingTimeInterval(1))
+        #expect(batch.taken == 4, "the rows cancelled on the spot count among those the claim took")
+        let claimed = batch.messages
         let recipients = claimed.map { ($0.message.recipient.value, $0.message.campaignID != nil) }
         #expect(recipients.count == 2)
         #expect(recipients.contains { $0 == ("ok@example.com", true) })

@@ -47,6 +47,20 @@ public struct ClaimedMessage: Sendable {
 ///
 /// The bound travels with the rows, so returning a dead worker's rows needs nothing but them. Owners written
 /// before the bound was configurable (`<worker id>/<connection>`) had a bound of two.
+/// What one claim took off the queue.
+public struct ClaimedBatch: Sendable {
+    /// The rows to send, each with its code, in queue order.
+    public var messages: [ClaimedMessage]
+    /// The due rows the claim took, those it cancelled (a suppressed recipient) or failed (an unreadable row) on the
+    /// spot included: fewer than the claim's limit means no more rows were due.
+    public var taken: Int
+
+    public init(messages: [ClaimedMessage], taken: Int) {
+        self.messages = messages
+        self.taken = taken
+    }
+}
+
 public enum ClaimOwner {
     public static func name(worker: String, connection: Int, unrecorded: Int) -> String { "\(worker)/\(connection):\(unrecorded)" }
 

@@ -9,7 +9,7 @@ extension PostgresStore {
     /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>:<bound>`),
     /// picking them with `FOR UPDATE SKIP LOCKED` so that workers on other hosts claiming at the same moment take
     /// other rows instead of waiting or taking the same ones, and each claimed row gets a fresh hashed code.
-    public func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage] {
+    public func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch {
         let at = now.milliseconds
         return try pool.write(.readCommitted) { db in
             try returnOrphans(
@@ -39,7 +39,7 @@ extension PostgresStore {
             // RETURNING order is unspecified; send in queue order.
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
             try dropSuppressed(&messages, db, at: at)
-            guard !messages.isEmpty else { return [] }
+            guard !messages.isEmpty else { return ClaimedBatch(messages: [], taken: rows.count) }
             // Every code in one statement, in queue order; the ids come back keyed by their row.
             var codes: [ActionCode] = []
             var hashes: [String] = []
@@ -87,7 +87,7 @@ extension PostgresStore {
                 }
                 claimed.append(ClaimedMessage(message: message, code: code, codeID: codeID, claimedAt: now))
             }
-            return claimed
+            return ClaimedBatch(messages: claimed, taken: rows.count)
         }
     }
 

@@ -31,8 +31,8 @@ public protocol OutboxStore: WorkerRegistry {
         -> BulkEnqueueResult
 
     /// Claims up to `policy.limit` due rows for `owner` (`ClaimOwner`: `<worker id>/<connection>:<bound>`) and mints a code
-    /// for each (only its hash is stored).
-    func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage]
+    /// for each (only its hash is stored); says how many due rows it took, those it cancelled or failed on the spot included.
+    func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch
 
     /// Records attempts and moves each row to its next state, all in one transaction (a group commit);
     /// a late result never overwrites a new owner's.
@@ -73,6 +73,11 @@ extension OutboxStore {
     /// Queues many requests without a bulk key (every one is queued); returns how many were.
     public func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int {
         try enqueue(requests, bulkKey: nil, messageDomain: messageDomain, batchSize: batchSize, now: now).newlyQueued
+    }
+
+    /// The messages `claimBatch(_:owner:now:)` claims, to send.
+    public func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage] {
+        try claimBatch(policy, owner: owner, now: now).messages
     }
 
     /// Claims for a connection with no worker behind it (tests, one-off tools).

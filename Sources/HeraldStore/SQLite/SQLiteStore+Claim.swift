@@ -9,7 +9,7 @@ extension SQLiteStore {
     /// stale queued sign-in/reset mail and mail past `maxQueueLifetime` expires, then one
     /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>:<bound>`),
     /// and each claimed row gets a fresh hashed code.
-    public func claim(_ policy: ClaimPolicy, owner: String, now: Date) throws -> [ClaimedMessage] {
+    public func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch {
         let at = now.milliseconds
         return try pool.write { db in
             try returnOrphans(
@@ -24,7 +24,9 @@ extension SQLiteStore {
             var messages: [OutboxMessage] = []
             var unreadable: [(id: Int64, error: any Error)] = []
             var decoding = Records.MessageDecoding()
+            var taken = 0
             while let row = try rows.next() {
+                taken += 1
                 do {
                     messages.append(try Records.message(row, cache: &decoding))
                 } catch {
@@ -52,9 +54,10 @@ extension SQLiteStore {
                 statement.bind(first + 6, at)
                 statement.bind(first + 7, at + Int64((message.linkLifetime ?? policy.lifetime(message.kind)) * 1000))
             }
-            return messages.indices.map {
+            let claimed = messages.indices.map {
                 ClaimedMessage(message: messages[$0], code: codes[$0], codeID: codeIDs[$0], claimedAt: now)
             }
+            return ClaimedBatch(messages: claimed, taken: taken)
         }
     }
 
