@@ -7,8 +7,11 @@ extension SQLiteStore {
         guard !emails.isEmpty else { return [:] }
         let now = Date().milliseconds
         if emails.count == 1, let email = emails.first {
-            // Every send asks about one address: one indexed lookup, without the snapshot transaction around it
-            // (the probe, its parse and the transaction were a sixth of `sendOobCode`'s CPU; #12).
+            // Every send asks about one address, and the answer is almost always no: asked on a connection outside
+            // GRDB's reader pool (`QuickReads`; the pool's bookkeeping was a ninth of `sendOobCode`'s CPU, #12), the
+            // entry itself read only when there is one. One statement each, without a snapshot transaction around it
+            // (the probe, its parse and the transaction were a sixth of the request's CPU before that).
+            guard try LedgerPool.translating({ try quick.exists(Self.probeSuppression, text: email, number: now) }) else { return [:] }
             return try pool.readOneStatement { db in
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.lookupSuppression), arguments: [email, now]) else { return [:] }
                 return [email: try Records.suppression(row)]
@@ -152,6 +155,8 @@ extension SQLiteStore {
 
     /// The entry in effect for an address (`email`, then `now`).
     static let lookupSuppression = "SELECT * FROM suppressions WHERE email = ? AND \(inEffect)"
+    /// Whether an entry is in effect for an address (`email`, then `now`).
+    static let probeSuppression = "SELECT 1 FROM suppressions WHERE email = ? AND \(inEffect)"
 
     /// Adds an entry, or replaces one that lapsed, is narrower (`campaigns` → `all`) or temporary where the new
     /// one is for good; true when the list changed. A temporary entry (a soft bounce) never replaces one for

@@ -15,6 +15,8 @@ public final class SQLiteStore: HeraldStore {
     let path: String
     /// The durable writes' group commit.
     let durable: GroupCommit
+    /// Yes-or-no lookups outside GRDB's reader pool (the suppression check of every send).
+    let quick: QuickReads
     /// The endpoints each state change writes a webhook delivery for.
     let webhooks: WebhookRouting
 
@@ -54,6 +56,7 @@ public final class SQLiteStore: HeraldStore {
             try LedgerPool.translating(opening: true) { try Self.migrate(base) }
             pool = LedgerPool(base: base)
             durable = GroupCommit(pool: pool)
+            quick = QuickReads(path: path, busyTimeout: busyTimeout)
         } catch let error as DatabaseError {
             throw HeraldError(.invalidConfiguration, "database \(path): \(error.message ?? "\(error.resultCode)")")
         }
