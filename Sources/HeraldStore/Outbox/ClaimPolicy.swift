@@ -43,10 +43,6 @@ public struct ClaimedMessage: Sendable {
     public let claimedAt: Date
 }
 
-/// The owner a claim names: `<worker id>/<connection>:<unrecorded bound>`.
-///
-/// The bound travels with the rows, so returning a dead worker's rows needs nothing but them. Owners written
-/// before the bound was configurable (`<worker id>/<connection>`) had a bound of two.
 /// What one claim took off the queue.
 public struct ClaimedBatch: Sendable {
     /// The rows to send, each with its code, in queue order.
@@ -61,6 +57,10 @@ public struct ClaimedBatch: Sendable {
     }
 }
 
+/// The owner a claim names: `<worker id>/<connection>:<unrecorded bound>`.
+///
+/// The bound travels with the rows, so returning a dead worker's rows needs nothing but them. Owners written
+/// before the bound was configurable (`<worker id>/<connection>`) had a bound of two.
 public enum ClaimOwner {
     public static func name(worker: String, connection: Int, unrecorded: Int) -> String { "\(worker)/\(connection):\(unrecorded)" }
 

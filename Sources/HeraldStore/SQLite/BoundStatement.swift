@@ -5,8 +5,9 @@ import GRDBSQLite
 ///
 /// For bulk inserts: `StatementArguments` boxes every value as an existential and converts it to a
 /// `DatabaseValue` before binding: 14 % of a million-row campaign import's perf samples. Values bound here go
-/// straight to `sqlite3_bind_*` and stay bound across runs until bound again. Use it inside a GRDB write
-/// and only there, and bind every parameter before its first run: the cached statement may hold earlier values.
+/// straight to `sqlite3_bind_*` and stay bound across runs until bound again. Use it inside a GRDB write, or on a
+/// connection of `QuickReads` (which GRDB does not know), and bind every parameter before its first run: the cached
+/// statement may hold earlier values.
 struct BoundStatement {
     private let handle: OpaquePointer
     private let connection: OpaquePointer?
@@ -15,6 +16,13 @@ struct BoundStatement {
     init(_ db: Database, sql: String) throws {
         handle = try db.cachedStatement(sql: sql).sqliteStatement
         connection = db.sqliteConnection
+        self.sql = sql
+    }
+
+    /// A statement prepared on a connection of `QuickReads`.
+    init(handle: OpaquePointer, connection: OpaquePointer, sql: String) {
+        self.handle = handle
+        self.connection = connection
         self.sql = sql
     }
 
@@ -56,10 +64,23 @@ struct BoundStatement {
             switch sqlite3_step(handle) {
             case SQLITE_DONE: return Int(sqlite3_changes(connection))
             case SQLITE_ROW: continue
-            case let code:
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+            case let code: throw failure(code)
             }
         }
+    }
+
+    /// Whether the statement, with the values bound now, returns a row; it is not run further.
+    func returnsRow() throws -> Bool {
+        defer { sqlite3_reset(handle) }
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code: throw failure(code)
+        }
+    }
+
+    private func failure(_ code: Int32) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 
     /// SQLite copies the bytes before `sqlite3_bind_text` returns.

@@ -56,18 +56,10 @@ final class QuickReads: @unchecked Sendable {
                 if connections.count < Self.idleLimit { connections.append(connection) }
             }
         }
-        let statement = try connection.statement(sql)
-        defer {
-            sqlite3_reset(statement)
-            sqlite3_clear_bindings(statement)
-        }
-        text.withCString { _ = sqlite3_bind_text(statement, 1, $0, -1, QuickReads.transient) }
-        sqlite3_bind_int64(statement, 2, number)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
-        case let code: throw Self.error(code, connection.handle, sql)
-        }
+        let statement = BoundStatement(handle: try connection.statement(sql), connection: connection.handle, sql: sql)
+        statement.bind(1, text)
+        statement.bind(2, number)
+        return try statement.returnsRow()
     }
 
     private func open() throws -> Connection {
@@ -87,7 +79,4 @@ final class QuickReads: @unchecked Sendable {
         let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
         return DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
     }
-
-    /// SQLITE_TRANSIENT: SQLite copies the bound text before the call returns.
-    private static var transient: sqlite3_destructor_type { unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self) }
 }

@@ -24,9 +24,7 @@ extension SQLiteStore {
             var messages: [OutboxMessage] = []
             var unreadable: [(id: Int64, error: any Error)] = []
             var decoding = Records.MessageDecoding()
-            var taken = 0
             while let row = try rows.next() {
-                taken += 1
                 do {
                     messages.append(try Records.message(row, cache: &decoding))
                 } catch {
@@ -39,6 +37,7 @@ extension SQLiteStore {
                     sql: "UPDATE outbox SET state = 'failed', lease_until = NULL, last_reply = ? WHERE id = ?",
                     arguments: ["unreadable row: \(error)", id])
             }
+            let taken = messages.count + unreadable.count  // before the suppressed are dropped
             // RETURNING order is unspecified; send in queue order.
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
             try dropSuppressed(&messages, db, at: at)
