@@ -6,7 +6,7 @@ import Testing
 
 @testable import HeraldStore
 
-/// Durable writes from many threads share commits; each is answered after its commit, and a write
+/// Durable writes from many threads and tasks share commits; each is answered after its commit, and a write
 /// that throws is rolled back alone.
 @Suite struct GroupCommitTests {
     let scratch = ScratchDirectory()
@@ -116,6 +116,36 @@ import Testing
         #expect(answered.withLock { $0 } == 800)
         #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT writer) FROM notes") } == 800)
         #expect((1...800).contains(commits.withLock { $0 }))
+    }
+
+    /// Fifty tasks write behind a held commit: they wait suspended, not on the cooperative pool's two threads, so all
+    /// of them are queued when it ends; they share the next commit and each is answered after it.
+    @Test func suspendedWritersShareTheNextCommitAndAreEachAnsweredAfterIt() async throws {
+        let release = DispatchSemaphore(value: 0)
+        holdTheCommit(release, DispatchGroup())
+        let store = store
+        let answered = Locked(0)
+        let ids = try await withThrowingTaskGroup(of: Int64.self) { tasks in
+            for writer in 1...50 {
+                tasks.addTask {
+                    let id = try await store.durable.write { db -> Int64 in
+                        try db.execute(sql: "INSERT INTO notes (writer) VALUES (?)", arguments: [writer])
+                        return db.lastInsertedRowID
+                    }
+                    answered.withLock { $0 += 1 }
+                    return id
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(answered.withLock { $0 } == 0)
+            release.signal()
+            var ids: [Int64] = []
+            for try await id in tasks { ids.append(id) }
+            return ids
+        }
+        #expect(Set(ids).count == 50)
+        #expect(commits.withLock { $0 } == 2)
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes") } == 51)
     }
 
     @Test func writesOneAfterAnotherAreEachTheirOwnCommit() throws {

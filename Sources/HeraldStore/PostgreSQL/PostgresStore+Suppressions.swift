@@ -2,6 +2,9 @@ import Foundation
 import HeraldCore
 
 extension PostgresStore {
+    /// A query to the server: asked on a blocking thread.
+    public var answersSuppressionsInPlace: Bool { false }
+
     public func suppressions(emails: [String]) throws -> [String: Suppression] {
         guard !emails.isEmpty else { return [:] }
         return try pool.read { db in

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import NIOPosix
 
 /// The hourly quotas on app-initiated email, counted in the ledger (`send_counts`) so they survive restarts.
 public struct SendQuota: Sendable, Hashable {
@@ -55,6 +56,11 @@ public protocol AbuseStore {
     /// - Throws: `LimitRefusal` when a limit refuses.
     func recordSuppressed(_ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
 
+    /// `recordSuppressed(_:reason:throttle:quota:now:)` for a caller on Swift's cooperative pool, as
+    /// `OutboxStore`'s `enqueue(_:messageDomain:throttle:quota:now:) async`.
+    func recordSuppressed(_ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date)
+        async throws
+
     /// Counts one email against `quota` on its own (an email the caller must send whatever happens, such as a
     /// security notice, charged before the change that causes it).
     /// - Throws: `LimitRefusal` when the project's or the account's hourly quota is spent.
@@ -65,4 +71,14 @@ public protocol AbuseStore {
 
     /// The counts of the hours from `since` on, newest first.
     func abuseCounts(since: Date) throws -> [AbuseCount]
+}
+
+extension AbuseStore where Self: Sendable {
+    public func recordSuppressed(_ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date)
+        async throws
+    {
+        try await blockingThreads.runIfActive {
+            try self.recordSuppressed(request, reason: reason, throttle: throttle, quota: quota, now: now)
+        }
+    }
 }

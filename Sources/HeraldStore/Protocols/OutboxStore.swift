@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import NIOPosix
 
 /// Per-recipient limits on transactional mail: a cooldown between two emails of one action and a cap per 24 hours.
 public struct SendThrottle: Sendable, Hashable {
@@ -21,6 +22,12 @@ public protocol OutboxStore: WorkerRegistry {
     /// row's Message-ID.
     /// - Throws: `LimitRefusal` (`TOO_MANY_ATTEMPTS_TRY_LATER`, `QUOTA_EXCEEDED`) when a limit refuses.
     func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws -> Int64
+
+    /// `enqueue(_:messageDomain:throttle:quota:now:)` for a caller on Swift's cooperative pool: the task is
+    /// suspended until the commit is on disk, and no thread waits for it where the store can (the SQLite ledger's
+    /// group commit). By default the blocking call runs on `blockingThreads`.
+    func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
+        -> Int64
 
     /// Queues many requests in durable batches of `batchSize`.
     ///
@@ -52,6 +59,16 @@ public protocol OutboxStore: WorkerRegistry {
 
     /// Rows per state.
     func stateCounts() throws -> [OutboxState: Int]
+}
+
+extension OutboxStore where Self: Sendable {
+    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
+        -> Int64
+    {
+        try await blockingThreads.runIfActive {
+            try self.enqueue(request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
+        }
+    }
 }
 
 extension OutboxStore {

@@ -6,17 +6,29 @@ extension SQLiteStore {
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
         -> Int64
     {
+        try writeDurably { db in try queueOne(db, request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now) }
+    }
+
+    /// The same, suspending the task rather than a thread while the group commit runs.
+    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
+        -> Int64
+    {
+        try await durable.write { db in try self.queueOne(db, request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now) }
+    }
+
+    /// One request's checks and insert, inside a durable write; returns the row's id.
+    private func queueOne(_ db: Database, _ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date)
+        throws -> Int64
+    {
         let at = now.milliseconds
         let key = request.recipient.throttleKey
-        return try writeDurably { db in
-            if let throttle {
-                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
-            }
-            if let quota { try Self.charge(db, quota, at: at) }
-            // A row without a bulk key never conflicts, so it is always inserted.
-            _ = try insert(db, request, bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
-            return db.lastInsertedRowID
+        if let throttle {
+            try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
         }
+        if let quota { try Self.charge(db, quota, at: at) }
+        // A row without a bulk key never conflicts, so it is always inserted.
+        _ = try insert(db, request, bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
+        return db.lastInsertedRowID
     }
 
     public func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws

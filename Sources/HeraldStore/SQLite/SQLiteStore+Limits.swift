@@ -6,17 +6,28 @@ extension SQLiteStore {
     public func recordSuppressed(
         _ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date
     ) throws {
+        try writeDurably { db in try Self.recordSuppressed(db, request, reason: reason, throttle: throttle, quota: quota, now: now) }
+    }
+
+    /// The same, suspending the task rather than a thread while the group commit runs.
+    public func recordSuppressed(
+        _ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date
+    ) async throws {
+        try await durable.write { db in try Self.recordSuppressed(db, request, reason: reason, throttle: throttle, quota: quota, now: now) }
+    }
+
+    private static func recordSuppressed(
+        _ db: Database, _ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date
+    ) throws {
         let at = now.milliseconds
         let key = request.recipient.throttleKey
-        try writeDurably { db in
-            if let throttle {
-                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.suppressedCooldown(request, key: key, at: at))
-            }
-            if let quota { try Self.charge(db, quota, at: at) }
-            try db.cachedStatement(
-                sql: "INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) VALUES (?, ?, ?, ?)"
-            ).execute(arguments: [request.kind.rawValue, key, reason.rawValue, at])
+        if let throttle {
+            try checkCooldown(db, throttle, key: key, at: at, SendLimits.suppressedCooldown(request, key: key, at: at))
         }
+        if let quota { try charge(db, quota, at: at) }
+        try db.cachedStatement(
+            sql: "INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) VALUES (?, ?, ?, ?)"
+        ).execute(arguments: [request.kind.rawValue, key, reason.rawValue, at])
     }
 
     /// Refuses a request inside the cooldown or over the daily cap; `sql` selects `sent` and `latest` for `key`.

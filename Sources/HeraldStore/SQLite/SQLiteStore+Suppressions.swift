@@ -3,6 +3,9 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
+    /// One address is asked through `QuickReads`: a `SELECT 1` on a file of this machine, which never waits for the writer.
+    public var answersSuppressionsInPlace: Bool { true }
+
     public func suppressions(emails: [String]) throws -> [String: Suppression] {
         guard !emails.isEmpty else { return [:] }
         let now = Date().milliseconds
