@@ -11,7 +11,8 @@ import Synchronization
 /// The CLI, campaigns and the HTTP API call these functions and nothing else decides: sending an
 /// action (validation, account rules, enumeration protection, cooldown and daily cap, then the
 /// outbox), redeeming a code and its effect, accounts and credentials, campaign import, reports and
-/// the audit. Calls block on the store, so the HTTP layer runs them off the cooperative pool.
+/// the audit. Calls block on the store, so the HTTP layer runs them off the cooperative pool (`offload`); the
+/// `async` ones (`send` among them) hop to a blocking thread themselves where they must.
 ///
 /// ```swift
 /// let actions = try Actions(configuration: configuration, store: store, composer: composer)

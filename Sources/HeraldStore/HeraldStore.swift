@@ -3,7 +3,9 @@ import HeraldCore
 /// The ledger as every entry point and the worker see it: named operations only, no database types.
 ///
 /// Each operation is one transaction. Calls block (SQLite does), so call them from a thread that
-/// may block, never from Swift's cooperative pool. `SQLiteStore` is the embedded implementation;
+/// may block, never from Swift's cooperative pool; the exceptions are the `async` forms of `enqueue` and
+/// `recordSuppressed`, and `suppressions(emails:)` for one address where `answersSuppressionsInPlace` says so.
+/// `SQLiteStore` is the embedded implementation;
 /// a second one (PostgreSQL) stands beside it behind the same protocols.
 ///
 /// ```swift

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldTesting
 import Testing
@@ -14,18 +15,22 @@ import Testing
     @Test func theProbeSeesWhatWasCommittedLastAndNotWhatLapsed() throws {
         let store = try SQLiteStore(path: scratch.path("ledger.sqlite"))
         let quick = store.quick
-        let probe = SQLiteStore.probeSuppression
+        let lookup = SQLiteStore.lookupSuppression
         let at = now.milliseconds
-        #expect(try !quick.exists(probe, text: "a@example.com", number: at))
-        try store.suppress([Suppression(email: "a@example.com", reason: .hardBounce, createdAt: now)], now: now)
-        #expect(try quick.exists(probe, text: "a@example.com", number: at), "a commit is seen by the next question")
-        #expect(try !quick.exists(probe, text: "b@example.com", number: at))
-        #expect(try store.suppressions(emails: ["a@example.com"])["a@example.com"]?.reason == .hardBounce)
-        // A soft bounce lapses: past its expiry the probe, and so the check, says no.
-        try store.suppress(
-            [Suppression(email: "soft@example.com", reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(60))], now: now)
-        #expect(try quick.exists(probe, text: "soft@example.com", number: at))
-        #expect(try !quick.exists(probe, text: "soft@example.com", number: at + 61_000))
+        #expect(try quick.firstRow(lookup, text: "a@example.com", number: at) == nil)
+        let hard = Suppression(email: "a@example.com", reason: .hardBounce, detail: "550 5.1.1 no such user", createdAt: now)
+        try store.suppress([hard], now: now)
+        let row = try #require(try quick.firstRow(lookup, text: "a@example.com", number: at), "a commit is seen by the next question")
+        // Every column copied as it is stored: the entry reads as GRDB's pool reads it.
+        let pooled = try store.read { db in try Row.fetchOne(db, sql: lookup, arguments: ["a@example.com", at]) }
+        #expect(try Records.suppression(row) == Records.suppression(try #require(pooled)))
+        #expect(try store.suppressions(emails: ["a@example.com"])["a@example.com"] == Records.suppression(row))
+        #expect(try quick.firstRow(lookup, text: "b@example.com", number: at) == nil)
+        // A soft bounce lapses: past its expiry the lookup, and so the check, finds nothing.
+        let soft = Suppression(email: "soft@example.com", reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(60))
+        try store.suppress([soft], now: now)
+        #expect(try store.suppressions(emails: ["soft@example.com"])["soft@example.com"]?.expiresAt == soft.expiresAt)
+        #expect(try quick.firstRow(lookup, text: "soft@example.com", number: at + 61_000) == nil)
         #expect(try store.unsuppress(email: "a@example.com"))
         #expect(try store.suppressions(emails: ["a@example.com"]).isEmpty)
     }
@@ -53,7 +58,7 @@ import Testing
         // The file went away under a running server (a volume unmounted): a new connection cannot open it.
         let quick = QuickReads(path: scratch.path("gone/ledger.sqlite"), busyTimeout: 0.1)
         let error = #expect(throws: HeraldError.self) {
-            try LedgerPool.translating { try quick.exists(SQLiteStore.probeSuppression, text: "a@example.com", number: 0) }
+            try LedgerPool.translating { try quick.firstRow(SQLiteStore.lookupSuppression, text: "a@example.com", number: 0) }
         }
         #expect(error?.code == .unavailable)
     }

@@ -37,13 +37,6 @@ final class LatencyMatcher: Sendable {
         notePadded(since: start)
     }
 
-    /// `pad(since:)` for a task: it sleeps, not its thread.
-    func pad(since start: ContinuousClock.Instant) async {
-        let wait = state.withLock { $0.wait }
-        if wait > 0.000_02 { try? await Task.sleep(for: .seconds(wait)) }
-        notePadded(since: start)
-    }
-
     private func notePadded(since start: ContinuousClock.Instant) {
         let took = Self.seconds(ContinuousClock.now - start)
         state.withLock { state in

@@ -13,7 +13,7 @@ extension Actions {
     /// - Throws: `HeraldError` with Firebase's codes.
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) throws -> SendResult {
         let started = ContinuousClock.now
-        switch try plan(request, as: caller, now: now) {
+        switch try limited(now: now, { try plan(request, as: caller, now: now) }) {
         case .queue(let action, let quota):
             let id = try limited(now: now) {
                 try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
@@ -42,11 +42,9 @@ extension Actions {
         }
         let resolved = request
         let started = ContinuousClock.now
-        let step: SendStep
-        if ownsAccounts || !store.answersSuppressionsInPlace {
-            step = try await offload { try self.plan(resolved, as: caller, now: now) }
-        } else {
-            step = try plan(resolved, as: caller, now: now)
+        let inPlace = !ownsAccounts && store.answersSuppressionsInPlace
+        let step = try await limited(now: now) {
+            inPlace ? try self.plan(resolved, as: caller, now: now) : try await offload { try self.plan(resolved, as: caller, now: now) }
         }
         switch step {
         case .queue(let action, let quota):
@@ -58,8 +56,8 @@ extension Actions {
             try await limited(now: now) {
                 try await store.recordSuppressed(action, reason: reason, throttle: throttle, quota: quota, now: now)
             }
-            await latencies.pad(since: started)
-            return SendResult(email: action.email.value, delivery: .silent)
+            // The wait is a thread's sleep, as the blocking send's: its spread is what the matcher was measured with.
+            return try await offload { self.silent(action, since: started) }
         case .listed(let action, let returnLink):
             return try await offload { try self.listed(action, returnLink: returnLink, now: now) }
         }
@@ -77,9 +75,8 @@ extension Actions {
     }
 
     /// The rules of `send(_:as:)` up to its write: validation, the abuse limit per client address, the account rules,
-    /// the suppression list and enumeration protection. Reads only; a refusal counted against the abuse limits may
-    /// write its tally (at most once a second).
-    /// - Throws: the refusal, as a `HeraldError`.
+    /// the suppression list and enumeration protection. Reads only.
+    /// - Throws: the refusal, as a `HeraldError`, or as a `LimitRefusal` for the caller to count (`limited`).
     func plan(_ request: SendRequest, as caller: Caller, now: Date) throws -> SendStep {
         guard request.kind.isRequestable else {
             throw HeraldError(.invalidRequestType, "\(request.kind.requestType) is sent by Herald after an email change")
@@ -87,7 +84,7 @@ extension Actions {
         if request.returnLink && caller != .admin { throw HeraldError(.insufficientPermission, "returnOobLink is for admin calls") }
         // Abuse limits are for app callers; administrators (the CLI, campaigns, the admin token) are exempt.
         if caller == .app, let ip = request.clientIP, !sendLimiter.take(ip, now: now) {
-            throw refused(LimitRefusal(counter: "ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, "")), now: now)
+            throw LimitRefusal(counter: "ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, ""))
         }
         var target = try resolve(request, as: caller)
         let action = try ActionRequest(
@@ -157,12 +154,13 @@ extension Actions {
         }
     }
 
-    /// `limited(now:_:)` for a store call that suspends.
+    /// `limited(now:_:)` for a store call that suspends; the refusal is counted on a blocking thread (its tally
+    /// is written to the ledger at most once a second).
     func limited<T>(now: Date, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let refusal as LimitRefusal {
-            throw refused(refusal, now: now)
+            throw try await offload { self.refused(refusal, now: now) }
         }
     }
 

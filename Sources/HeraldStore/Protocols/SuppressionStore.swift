@@ -7,7 +7,7 @@ public protocol SuppressionStore {
     func suppressions(emails: [String]) throws -> [String: Suppression]
 
     /// Whether `suppressions(emails:)` for one address answers from a file on this machine without waiting for another
-    /// connection (the SQLite ledger's `QuickReads`), so a request may ask it on Swift's cooperative pool.
+    /// connection or a pool (the SQLite ledger's `QuickReads`), so a request may ask it on Swift's cooperative pool.
     var answersSuppressionsInPlace: Bool { get }
 
     /// Adds each entry, or widens an existing one: an entry keeps its first reason and time unless the new one

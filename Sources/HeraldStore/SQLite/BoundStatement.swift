@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
@@ -69,12 +70,27 @@ struct BoundStatement {
         }
     }
 
-    /// Whether the statement, with the values bound now, returns a row; it is not run further.
-    func returnsRow() throws -> Bool {
+    /// The first row of the statement, with the values bound now, its columns copied by name (nil when there is none);
+    /// it is not run further.
+    func firstRow() throws -> Row? {
         defer { sqlite3_reset(handle) }
         switch sqlite3_step(handle) {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_ROW:
+            var columns: [String: any DatabaseValueConvertible] = [:]
+            for index in 0..<sqlite3_column_count(handle) {
+                let name = String(cString: sqlite3_column_name(handle, index))
+                switch sqlite3_column_type(handle, index) {
+                case SQLITE_INTEGER: columns[name] = sqlite3_column_int64(handle, index)
+                case SQLITE_FLOAT: columns[name] = sqlite3_column_double(handle, index)
+                case SQLITE_TEXT: columns[name] = String(cString: sqlite3_column_text(handle, index))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(handle, index))
+                    columns[name] = count == 0 ? Data() : Data(bytes: sqlite3_column_blob(handle, index), count: count)
+                default: columns[name] = DatabaseValue.null
+                }
+            }
+            return Row(columns)
+        case SQLITE_DONE: return nil
         case let code: throw failure(code)
         }
     }

@@ -3,7 +3,7 @@ import GRDB
 import GRDBSQLite
 import Synchronization
 
-/// Yes-or-no questions of one statement, asked on read-only connections of their own through SQLite's C API.
+/// Lookups of one statement and one row, asked on read-only connections of their own through SQLite's C API.
 ///
 /// Every `sendOobCode` asks whether its address is suppressed, and the answer is almost always no. Through GRDB's
 /// reader pool that one indexed lookup cost a ninth of the request's CPU: taking a reader from the pool (a barrier
@@ -48,8 +48,9 @@ final class QuickReads: @unchecked Sendable {
         self.busyTimeout = Int32(clamping: Int(busyTimeout * 1000))
     }
 
-    /// Whether `sql` (with `?` parameters bound to `text` and `number`, in that order) returns a row.
-    func exists(_ sql: String, text: String, number: Int64) throws -> Bool {
+    /// The first row `sql` returns (with `?` parameters bound to `text` and `number`, in that order), its columns
+    /// copied; nil when it returns none.
+    func firstRow(_ sql: String, text: String, number: Int64) throws -> Row? {
         let connection = try idle.withLock { $0.popLast() } ?? open()
         defer {
             idle.withLock { connections in
@@ -59,7 +60,7 @@ final class QuickReads: @unchecked Sendable {
         let statement = BoundStatement(handle: try connection.statement(sql), connection: connection.handle, sql: sql)
         statement.bind(1, text)
         statement.bind(2, number)
-        return try statement.returnsRow()
+        return try statement.firstRow()
     }
 
     private func open() throws -> Connection {

@@ -3,7 +3,8 @@ import GRDB
 import HeraldCore
 
 extension SQLiteStore {
-    /// One address is asked through `QuickReads`: a `SELECT 1` on a file of this machine, which never waits for the writer.
+    /// One address is asked through `QuickReads`: one statement on a read-only connection of its own, which never waits
+    /// for the writer or for GRDB's reader pool.
     public var answersSuppressionsInPlace: Bool { true }
 
     public func suppressions(emails: [String]) throws -> [String: Suppression] {
@@ -11,14 +12,13 @@ extension SQLiteStore {
         let now = Date().milliseconds
         if emails.count == 1, let email = emails.first {
             // Every send asks about one address, and the answer is almost always no: asked on a connection outside
-            // GRDB's reader pool (`QuickReads`; the pool's bookkeeping was a ninth of `sendOobCode`'s CPU, #12), the
-            // entry itself read only when there is one. One statement each, without a snapshot transaction around it
-            // (the probe, its parse and the transaction were a sixth of the request's CPU before that).
-            guard try LedgerPool.translating({ try quick.exists(Self.probeSuppression, text: email, number: now) }) else { return [:] }
-            return try pool.readOneStatement { db in
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.lookupSuppression), arguments: [email, now]) else { return [:] }
-                return [email: try Records.suppression(row)]
-            }
+            // GRDB's reader pool (`QuickReads`; the pool's bookkeeping was a ninth of `sendOobCode`'s CPU, #12), one
+            // statement without a snapshot transaction around it (the probe, its parse and the transaction were a
+            // sixth of the request's CPU before that). An entry is read the same way, so the check never waits for a
+            // reader of the pool: `sendOobCode` asks it on the request's task (`answersSuppressionsInPlace`).
+            guard let row = try LedgerPool.translating({ try quick.firstRow(Self.lookupSuppression, text: email, number: now) })
+            else { return [:] }
+            return [email: try Records.suppression(row)]
         }
         return try pool.read { db in
             // An import's batch: one probe spares the lookups while the list is empty.
@@ -158,8 +158,6 @@ extension SQLiteStore {
 
     /// The entry in effect for an address (`email`, then `now`).
     static let lookupSuppression = "SELECT * FROM suppressions WHERE email = ? AND \(inEffect)"
-    /// Whether an entry is in effect for an address (`email`, then `now`).
-    static let probeSuppression = "SELECT 1 FROM suppressions WHERE email = ? AND \(inEffect)"
 
     /// Adds an entry, or replaces one that lapsed, is narrower (`campaigns` → `all`) or temporary where the new
     /// one is for good; true when the list changed. A temporary entry (a soft bounce) never replaces one for
