@@ -12,7 +12,7 @@ import Testing
     let scratch = ScratchDirectory()
     let now = Date(milliseconds: Date().milliseconds)
 
-    @Test func theProbeSeesWhatWasCommittedLastAndNotWhatLapsed() throws {
+    @Test func theLookupSeesWhatWasCommittedLastAndNotWhatLapsed() throws {
         let store = try SQLiteStore(path: scratch.path("ledger.sqlite"))
         let quick = store.quick
         let lookup = SQLiteStore.lookupSuppression

@@ -34,10 +34,6 @@ final class LatencyMatcher: Sendable {
     func pad(since start: ContinuousClock.Instant) {
         let wait = state.withLock { $0.wait }
         if wait > 0.000_02 { Thread.sleep(forTimeInterval: wait) }
-        notePadded(since: start)
-    }
-
-    private func notePadded(since start: ContinuousClock.Instant) {
         let took = Self.seconds(ContinuousClock.now - start)
         state.withLock { state in
             state.silent = Self.mean(state.silent, took)

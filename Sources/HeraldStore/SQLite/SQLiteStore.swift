@@ -15,7 +15,7 @@ public final class SQLiteStore: HeraldStore {
     let path: String
     /// The durable writes' group commit.
     let durable: GroupCommit
-    /// Yes-or-no lookups outside GRDB's reader pool (the suppression check of every send).
+    /// One-row lookups outside GRDB's reader pool (the suppression check of every send).
     let quick: QuickReads
     /// The endpoints each state change writes a webhook delivery for.
     let webhooks: WebhookRouting
