@@ -5,13 +5,15 @@ import HeraldMail
 import HeraldStore
 import Testing
 
-/// A fresh rulebook over a real SQLite file, in either account-ownership mode.
+/// A fresh rulebook over a real ledger (a SQLite file by default), in either account-ownership mode.
 struct Rulebook {
     let actions: Actions
     let store: any HeraldStore
     let directory: URL
 
-    init(owner: HeraldConfiguration.Accounts.Owner = .herald, _ change: (inout HeraldConfiguration) -> Void = { _ in }) throws {
+    init(owner: HeraldConfiguration.Accounts.Owner = .herald, ledger: TestLedger = .sqlite, _ change: (inout HeraldConfiguration) -> Void = { _ in })
+        throws
+    {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-actions-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var configuration = HeraldConfiguration()
@@ -20,7 +22,7 @@ struct Rulebook {
         configuration.tokens.keyFile = directory.appendingPathComponent("signing-keys.json").path
         configuration.templatesDirectory = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../templates").path
         change(&configuration)
-        store = try SQLiteStore(path: directory.appendingPathComponent("ledger.sqlite").path)
+        store = try ledger.open(directory)
         let templates = try TemplateLibrary(directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
         actions = Actions(
             configuration: configuration, store: store, composer: try MessageComposer(configuration: configuration, templates: templates))
@@ -31,6 +33,32 @@ struct Rulebook {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
+}
+
+/// The ledger a `Rulebook` runs over.
+enum TestLedger: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    /// SQLite always; PostgreSQL where `HERALD_TEST_POSTGRES` names a cluster (`make test` starts one).
+    static var available: [TestLedger] {
+        ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES"] == nil ? [.sqlite] : [.sqlite, .postgres]
+    }
+
+    var testDescription: String { rawValue }
+
+    func open(_ directory: URL) throws -> any HeraldStore {
+        switch self {
+        case .sqlite:
+            return try SQLiteStore(path: directory.appendingPathComponent("ledger.sqlite").path)
+        case .postgres:
+            var location = try PostgresLocation(url: ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES"]!)
+            location.schema = "t_async_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            return try PostgresStore(location: location, poolSize: 4)
+        }
+    }
+
+    /// Whether the ledger's async durable writes suspend rather than block a thread.
+    var suspends: Bool { self == .sqlite }
 }
 
 func code(of call: () throws -> Void) -> String? {

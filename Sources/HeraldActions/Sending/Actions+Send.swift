@@ -34,15 +34,20 @@ extension Actions {
     /// and a ledger that answers the suppression check in place: `answersSuppressionsInPlace`), else on a blocking
     /// thread; the durable write then suspends the task, not a thread, until its group commit is on disk. Before, the
     /// whole send ran on a blocking thread that waited for the commit: two more thread hand-offs per request, and
-    /// sixteen requests in flight were sixteen threads for two cores to schedule (#12).
+    /// sixteen requests in flight were sixteen threads for two cores to schedule (#12). A ledger whose durable writes
+    /// block (`suspendsDurableWrites` false: PostgreSQL) runs the whole blocking send on one blocking thread, not the
+    /// rules on one and the write on another.
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) async throws -> SendResult {
         var request = request
         if let token = request.idToken, ownsAccounts, request.kind == .verifyEmail || request.kind == .verifyAndChangeEmail {
             request.signedIn = try await account(forIDToken: token)
         }
         let resolved = request
-        let started = ContinuousClock.now
         let inPlace = !ownsAccounts && store.answersSuppressionsInPlace
+        // A ledger whose durable writes block (PostgreSQL) runs the rules and the write in one hop: the same
+        // blocking send as the CLI's, on one blocking thread.
+        if !inPlace && !store.suspendsDurableWrites { return try await offload { try self.send(resolved, as: caller, now: now) } }
+        let started = ContinuousClock.now
         let step = try await limited(now: now) {
             inPlace ? try self.plan(resolved, as: caller, now: now) : try await offload { try self.plan(resolved, as: caller, now: now) }
         }

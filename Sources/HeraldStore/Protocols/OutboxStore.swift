@@ -29,6 +29,12 @@ public protocol OutboxStore: WorkerRegistry {
     func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
         -> Int64
 
+    /// Whether the `async` durable writes (`enqueue(_:messageDomain:throttle:quota:now:) async`,
+    /// `AbuseStore.recordSuppressed(_:reason:throttle:quota:now:) async`) suspend the task without a thread waiting
+    /// (the SQLite ledger's group commit). When false they are the blocking calls run on `blockingThreads`, and a
+    /// caller that must also read on a blocking thread first does both in one hop.
+    var suspendsDurableWrites: Bool { get }
+
     /// Queues many requests in durable batches of `batchSize`.
     ///
     /// With a `bulkKey`, a request whose recipient that key already queued is skipped and counted as
@@ -59,6 +65,10 @@ public protocol OutboxStore: WorkerRegistry {
 
     /// Rows per state.
     func stateCounts() throws -> [OutboxState: Int]
+}
+
+extension OutboxStore {
+    public var suspendsDurableWrites: Bool { false }
 }
 
 extension OutboxStore where Self: Sendable {

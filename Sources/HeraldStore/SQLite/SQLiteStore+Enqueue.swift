@@ -9,6 +9,9 @@ extension SQLiteStore {
         try writeDurably { db in try queueOne(db, request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now) }
     }
 
+    /// The async writes wait for the group commit suspended.
+    public var suspendsDurableWrites: Bool { true }
+
     /// The same, suspending the task rather than a thread while the group commit runs.
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
         -> Int64
