@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldStore
 import Logging
 
@@ -51,6 +52,7 @@ final class Housekeeper: @unchecked Sendable {
     /// (or the worker was stopped first).
     func start() {
         let thread = Thread { [self] in
+            ThreadName.apply("herald-housekeeper")
             defer { done.signal() }
             run()
         }

@@ -97,6 +97,7 @@ public struct Worker: Sendable {
             let group = DispatchGroup()
             group.enter()
             let sender = Thread {
+                ThreadName.apply("herald-send")
                 defer { group.leave() }
                 // Registered, and dead workers' rows back in the queue, before the first claim.
                 housekeeper.start()
@@ -116,6 +117,7 @@ public struct Worker: Sendable {
                 let signalToken = signal?.observe { [weak desk] in desk?.queued() }
                 group.enter()
                 let deskThread = Thread {
+                    ThreadName.apply("herald-ledger")
                     defer { group.leave() }
                     desk.run()
                     if let signalToken { signal?.remove(signalToken) }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// A second thread for a two-stage pipeline: the caller prepares the next batch while this thread
 /// writes the previous one.
@@ -22,7 +23,10 @@ final class HandoffThread: @unchecked Sendable {
     private var failure: (any Error)?
 
     init(name: String) {
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            ThreadName.apply(name)
+            run()
+        }
         thread.name = name
         thread.start()
     }

@@ -150,6 +150,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         let settings = settings
         condition.withLock { opening += 1 }
         let thread = Thread { [self] in
+            ThreadName.apply("herald-smtp-open")
             let session = SMTPSession.open(settings)
             let connects: Int
             switch session {

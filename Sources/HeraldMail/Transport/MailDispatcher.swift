@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Several SMTP connections ("lanes", `0..<lanes`) driven from one thread: a send starts without
 /// blocking, and `poll` reports sends as they finish.
@@ -67,7 +68,10 @@ public final class ThreadedDispatcher: MailDispatcher, @unchecked Sendable {
         opened = Array(repeating: 0, count: transports.count)
         threadsLeft = transports.count
         for lane in transports.indices {
-            let thread = Thread { [self] in run(lane) }
+            let thread = Thread { [self] in
+                ThreadName.apply("herald-smtp-\(lane)")
+                run(lane)
+            }
             thread.name = "herald-smtp-\(lane)"
             thread.start()
         }

@@ -56,6 +56,7 @@ extension PostgresStore {
         let relay = QueueNotificationRelay()
         let pool = self.pool
         let thread = Thread {
+            ThreadName.apply("herald-listen")
             var attempt = 0
             while !relay.isCancelled {
                 attempt += 1

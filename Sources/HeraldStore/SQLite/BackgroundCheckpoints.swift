@@ -1,5 +1,6 @@
 import Foundation
 import GRDBSQLite
+import HeraldCore
 
 /// Passive WAL checkpoints on a thread and a SQLite connection of their own (`SQLiteStore.checkpointInBackground`).
 ///
@@ -28,6 +29,7 @@ final class BackgroundCheckpoints: @unchecked Sendable {
     func start() {
         condition.withLock { running = true }
         let thread = Thread { [self] in
+            ThreadName.apply("herald-checkpoint")
             defer {
                 condition.withLock {
                     running = false; condition.broadcast()

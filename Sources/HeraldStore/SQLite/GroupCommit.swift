@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldCore
 
 /// Durable writes from many threads and tasks, committed together: one transaction and one fsync for every
 /// write waiting, each caller answered only once that commit is on disk.
@@ -91,7 +92,10 @@ final class GroupCommit: @unchecked Sendable {
             condition.signal()
         } else if !running {
             running = true
-            let thread = Thread { [self] in commitWhileWritesCome() }
+            let thread = Thread { [self] in
+                ThreadName.apply("herald-commit")
+                commitWhileWritesCome()
+            }
             thread.name = "herald-commit"
             thread.start()
         }

@@ -34,6 +34,7 @@ public struct WebhookService: Service {
                     for lane in lanes {
                         group.enter()
                         let thread = Thread {
+                            ThreadName.apply("herald-webhooks-\(lane.endpoint.name)")
                             lane.run()
                             group.leave()
                         }
