@@ -51,12 +51,10 @@ final class Housekeeper: @unchecked Sendable {
     /// Starts the thread; returns once this worker is registered and dead workers' rows are back
     /// (or the worker was stopped first).
     func start() {
-        let thread = Thread { [self] in
-            ThreadName.apply("herald-housekeeper")
+        let thread = Thread.named("herald-housekeeper") { [self] in
             defer { done.signal() }
             run()
         }
-        thread.name = "herald-housekeeper"
         thread.start()
         ready.wait()
     }

@@ -96,8 +96,7 @@ public struct Worker: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
             group.enter()
-            let sender = Thread {
-                ThreadName.apply("herald-send")
+            let sender = Thread.named("herald-send") {
                 defer { group.leave() }
                 // Registered, and dead workers' rows back in the queue, before the first claim.
                 housekeeper.start()
@@ -116,8 +115,7 @@ public struct Worker: Sendable {
                 let signal = queueSignal
                 let signalToken = signal?.observe { [weak desk] in desk?.queued() }
                 group.enter()
-                let deskThread = Thread {
-                    ThreadName.apply("herald-ledger")
+                let deskThread = Thread.named("herald-ledger") {
                     defer { group.leave() }
                     desk.run()
                     if let signalToken { signal?.remove(signalToken) }
@@ -127,7 +125,6 @@ public struct Worker: Sendable {
                     }
                     results.add(desk.summary)
                 }
-                deskThread.name = "herald-ledger"
                 deskThread.start()
                 do {
                     results.add(try self.sendLoop(SendLoop(owners: owners, watch: watch, stop: stop, desk: desk), dispatcher))
@@ -138,7 +135,6 @@ public struct Worker: Sendable {
                 for index in 0..<count { desk.leave(index) }
                 dispatcher.close()
             }
-            sender.name = "herald-send"
             sender.start()
             group.notify(queue: .global()) {
                 housekeeping.stop()

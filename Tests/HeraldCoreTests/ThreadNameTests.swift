@@ -9,8 +9,7 @@ import Testing
         let seen = Seen()
         let done = DispatchSemaphore(value: 0)
         for name in ["herald-commit", "herald-checkpoint"] {
-            let thread = Thread {
-                ThreadName.apply(name)
+            let thread = Thread.named(name) {
                 let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
                 seen.names.append(comm.trimmingCharacters(in: .newlines))
                 done.signal()

@@ -23,11 +23,9 @@ final class HandoffThread: @unchecked Sendable {
     private var failure: (any Error)?
 
     init(name: String) {
-        let thread = Thread { [self] in
-            ThreadName.apply(name)
+        let thread = Thread.named(name) { [self] in
             run()
         }
-        thread.name = name
         thread.start()
     }
 

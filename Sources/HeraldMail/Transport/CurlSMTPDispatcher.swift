@@ -149,8 +149,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         states[lane] = .opening(job, next: next)
         let settings = settings
         condition.withLock { opening += 1 }
-        let thread = Thread { [self] in
-            ThreadName.apply("herald-smtp-open")
+        let thread = Thread.named("herald-smtp-open") { [self] in
             let session = SMTPSession.open(settings)
             let connects: Int
             switch session {
@@ -165,7 +164,6 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
             }
             wake()
         }
-        thread.name = "herald-smtp-open"
         thread.start()
     }
 

@@ -68,11 +68,9 @@ public final class ThreadedDispatcher: MailDispatcher, @unchecked Sendable {
         opened = Array(repeating: 0, count: transports.count)
         threadsLeft = transports.count
         for lane in transports.indices {
-            let thread = Thread { [self] in
-                ThreadName.apply("herald-smtp-\(lane)")
+            let thread = Thread.named("herald-smtp-\(lane)") { [self] in
                 run(lane)
             }
-            thread.name = "herald-smtp-\(lane)"
             thread.start()
         }
     }

@@ -55,8 +55,7 @@ extension PostgresStore {
     public func relayQueueNotifications(to signal: QueueSignal) -> QueueNotificationRelay {
         let relay = QueueNotificationRelay()
         let pool = self.pool
-        let thread = Thread {
-            ThreadName.apply("herald-listen")
+        let thread = Thread.named("herald-listen") {
             var attempt = 0
             while !relay.isCancelled {
                 attempt += 1
@@ -74,7 +73,6 @@ extension PostgresStore {
                 signal.signal()
             }
         }
-        thread.name = "herald-listen"
         thread.start()
         return relay
     }

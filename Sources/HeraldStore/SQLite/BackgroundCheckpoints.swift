@@ -28,8 +28,7 @@ final class BackgroundCheckpoints: @unchecked Sendable {
 
     func start() {
         condition.withLock { running = true }
-        let thread = Thread { [self] in
-            ThreadName.apply("herald-checkpoint")
+        let thread = Thread.named("herald-checkpoint") { [self] in
             defer {
                 condition.withLock {
                     running = false; condition.broadcast()
@@ -52,7 +51,6 @@ final class BackgroundCheckpoints: @unchecked Sendable {
                 _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             }
         }
-        thread.name = "herald-checkpoint"
         thread.start()
     }
 

@@ -92,11 +92,9 @@ final class GroupCommit: @unchecked Sendable {
             condition.signal()
         } else if !running {
             running = true
-            let thread = Thread { [self] in
-                ThreadName.apply("herald-commit")
+            let thread = Thread.named("herald-commit") { [self] in
                 commitWhileWritesCome()
             }
-            thread.name = "herald-commit"
             thread.start()
         }
     }

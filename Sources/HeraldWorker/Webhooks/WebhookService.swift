@@ -33,12 +33,10 @@ public struct WebhookService: Service {
                     let group = DispatchGroup()
                     for lane in lanes {
                         group.enter()
-                        let thread = Thread {
-                            ThreadName.apply("herald-webhooks-\(lane.endpoint.name)")
+                        let thread = Thread.named("herald-webhooks-\(lane.endpoint.name)") {
                             lane.run()
                             group.leave()
                         }
-                        thread.name = "herald-webhooks-\(lane.endpoint.name)"
                         thread.start()
                     }
                     group.notify(queue: .global()) { continuation.resume() }
