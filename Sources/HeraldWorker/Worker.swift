@@ -49,6 +49,9 @@ public struct Worker: Sendable {
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
     /// Mail queued by this process (`Actions.queued`): an idle worker claims at once instead of at its next poll.
     public var queueSignal: QueueSignal?
+    /// The process also serves the API (`herald serve`): its cores are the requests' too, so unsigned mail is
+    /// rendered in the send loop, never ahead on them (`RenderAhead`).
+    public var sharesCores = false
 
     public init(
         store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
@@ -180,8 +183,9 @@ public struct Worker: Sendable {
             Lane(breaker: ConnectionBreaker(base: connectionBackoff.base, cap: connectionBackoff.cap))
         }
         var summary = WorkerSummary()
-        // Signed mail is always rendered ahead; unsigned mail when the connections leave cores idle (`RenderAhead`).
-        let renderAhead = composer.dkim != nil || dispatcher.lanes < ProcessInfo.processInfo.activeProcessorCount
+        // Signed mail is always rendered ahead; unsigned mail when the connections leave cores idle (`RenderAhead`)
+        // that no API shares.
+        let renderAhead = composer.dkim != nil || (!sharesCores && dispatcher.lanes < ProcessInfo.processInfo.activeProcessorCount)
         let ahead = renderAhead ? RenderAhead(render: prepare) : nil
         /// Hands a connection's unsent rows back to the queue at once.
         func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {

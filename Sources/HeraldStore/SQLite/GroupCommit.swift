@@ -130,20 +130,27 @@ final class GroupCommit: @unchecked Sendable {
     private func commit(_ batch: [Write]) {
         do {
             try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                // Cached statements: the cycle runs these for every batch, and preparing them anew was 7 % of the
+                // committer thread's CPU (GRDB's `inSavepoint` prepares its statements on every call, 4.5 % more).
+                try db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute()
+                defer { try? db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute() }
+                let savepoint = try db.cachedStatement(sql: "SAVEPOINT durable_write")
+                let release = try db.cachedStatement(sql: "RELEASE SAVEPOINT durable_write")
+                let rollback = try db.cachedStatement(sql: "ROLLBACK TRANSACTION TO SAVEPOINT durable_write")
                 try db.inTransaction(.immediate) {
                     for write in batch {
+                        // Inside the transaction block GRDB refuses every statement once SQLite has rolled the whole
+                        // transaction back (SQLITE_ABORT), so no write runs outside it: the batch fails instead.
+                        try savepoint.execute()
                         do {
                             // A busy, full or read-only ledger reads as UNAVAILABLE, as for a write of its own.
-                            try LedgerPool.translating {
-                                try db.inSavepoint {
-                                    try write.body(db)
-                                    return .commit
-                                }
-                            }
+                            try LedgerPool.translating { try write.body(db) }
+                            try release.execute()
                         } catch {
                             write.error = error
+                            // Only this write is undone; should that fail, nothing of the batch is committed.
+                            try rollback.execute()
+                            try release.execute()
                         }
                     }
                     return .commit

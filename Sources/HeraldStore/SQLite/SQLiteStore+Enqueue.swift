@@ -6,7 +6,8 @@ extension SQLiteStore {
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
         -> Int64
     {
-        try writeDurably { db in try queueOne(db, request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now) }
+        let row = try QueuedRow(request, encoder: JSONEncoder(), messageDomain: messageDomain)
+        return try writeDurably { db in try queueOne(db, request, row, throttle: throttle, quota: quota, now: now) }
     }
 
     /// The async writes wait for the group commit suspended.
@@ -16,11 +17,24 @@ extension SQLiteStore {
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
         -> Int64
     {
-        try await durable.write { db in try self.queueOne(db, request, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now) }
+        let row = try QueuedRow(request, encoder: JSONEncoder(), messageDomain: messageDomain)
+        return try await durable.write { db in try self.queueOne(db, request, row, throttle: throttle, quota: quota, now: now) }
+    }
+
+    /// What a queued row holds beyond the request's own fields, made before the durable write: the group commit's
+    /// thread runs every request's write in turn, and the settings' JSON was a sixth of its time in the insert.
+    struct QueuedRow: Sendable {
+        let settings: String
+        let messageID: String
+
+        init(_ request: ActionRequest, encoder: JSONEncoder, messageDomain: String) throws {
+            settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)
+            messageID = MessageID.next(domain: messageDomain)
+        }
     }
 
     /// One request's checks and insert, inside a durable write; returns the row's id.
-    private func queueOne(_ db: Database, _ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date)
+    private func queueOne(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, throttle: SendThrottle?, quota: SendQuota?, now: Date)
         throws -> Int64
     {
         let at = now.milliseconds
@@ -30,7 +44,7 @@ extension SQLiteStore {
         }
         if let quota { try Self.charge(db, quota, at: at) }
         // A row without a bulk key never conflicts, so it is always inserted.
-        _ = try insert(db, request, bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
+        _ = try insert(db, request, row, bulkID: nil, at: at)
         return db.lastInsertedRowID
     }
 
@@ -49,7 +63,8 @@ extension SQLiteStore {
                     if let bulkKey, bulkID == nil { bulkID = try Self.bulkSend(db, key: bulkKey, at: at) }
                     var inserted = 0
                     for request in batch {
-                        if try insert(db, request, bulkID: bulkID, encoder: encoder, messageDomain: messageDomain, at: at) {
+                        let row = try QueuedRow(request, encoder: encoder, messageDomain: messageDomain)
+                        if try insert(db, request, row, bulkID: bulkID, at: at) {
                             inserted += 1
                         }
                     }
@@ -71,10 +86,7 @@ extension SQLiteStore {
     }
 
     /// Inserts one queued row; false when `bulkID` has already queued this recipient.
-    private func insert(
-        _ db: Database, _ request: ActionRequest, bulkID: Int64?, encoder: JSONEncoder, messageDomain: String, at: Int64
-    ) throws -> Bool {
-        let settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)
+    private func insert(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, bulkID: Int64?, at: Int64) throws -> Bool {
         try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,
@@ -84,7 +96,7 @@ extension SQLiteStore {
                 """
         ).execute(arguments: [
             request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
-            request.locale.value, request.displayName, settings, MessageID.next(domain: messageDomain),
+            request.locale.value, request.displayName, row.settings, row.messageID,
             at, at, at, at, bulkID, request.recipient.throttleKey,
         ])
         return db.changesCount > 0
