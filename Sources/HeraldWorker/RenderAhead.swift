@@ -14,7 +14,7 @@ import HeraldStore
 /// there is on every message's path, so rendering ahead on an idle core made one connection 25–35 % faster
 /// (20,000 messages, 2 cores); with as many connections as cores the cores are busy and the hand-off only
 /// added CPU (3.24 s against 3.47 s at four connections, one run each), so unsigned mail is then rendered in the loop.
-/// So it is beside the API (`herald serve`, `Worker.sharesCores`): a claim's forty renderings at once on every core
+/// So it is beside the API (`herald serve`, `Worker.besideAPI`): a claim's forty renderings at once on every core
 /// held up the requests' tasks, and a paced 2,000 `sendOobCode` a second had p99 7.27–8.23 ms rendering ahead against
 /// 6.68–7.23 ms in the loop (three interleaved pairs).
 /// `@unchecked Sendable`: the state is guarded by `condition`.

@@ -49,9 +49,10 @@ public struct Worker: Sendable {
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
     /// Mail queued by this process (`Actions.queued`): an idle worker claims at once instead of at its next poll.
     public var queueSignal: QueueSignal?
-    /// The process also serves the API (`herald serve`): its cores are the requests' too, so unsigned mail is
-    /// rendered in the send loop, never ahead on them (`RenderAhead`).
-    public var sharesCores = false
+    /// The process also serves the API (`herald serve`). Its cores are the requests' too, so unsigned mail is rendered
+    /// in the send loop, never ahead on them (`RenderAhead`); its disk is their commits', so the log is checkpointed
+    /// in smaller steps (`checkpointInBackground(besideRequests:)`).
+    public var besideAPI = false
 
     public init(
         store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
@@ -94,7 +95,7 @@ public struct Worker: Sendable {
             maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
         let count = max(1, concurrency)
         // The log is copied beside the desk, not in its commits (`checkpointInBackground`).
-        let stopCheckpoints = store.checkpointInBackground()
+        let stopCheckpoints = store.checkpointInBackground(besideRequests: besideAPI)
         defer { stopCheckpoints() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let group = DispatchGroup()
@@ -185,7 +186,7 @@ public struct Worker: Sendable {
         var summary = WorkerSummary()
         // Signed mail is always rendered ahead; unsigned mail when the connections leave cores idle (`RenderAhead`)
         // that no API shares.
-        let renderAhead = composer.dkim != nil || (!sharesCores && dispatcher.lanes < ProcessInfo.processInfo.activeProcessorCount)
+        let renderAhead = composer.dkim != nil || (!besideAPI && dispatcher.lanes < ProcessInfo.processInfo.activeProcessorCount)
         let ahead = renderAhead ? RenderAhead(render: prepare) : nil
         /// Hands a connection's unsent rows back to the queue at once.
         func giveBack(_ lane: Int, _ rows: ArraySlice<ClaimedMessage>) throws {

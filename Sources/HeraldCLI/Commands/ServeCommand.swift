@@ -53,7 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
                 }
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
                 worker.queueSignal = actions.queued
-                worker.sharesCores = true
+                worker.besideAPI = true
                 // On PostgreSQL, mail other processes queue wakes the embedded worker too.
                 if let postgres = store as? PostgresStore { relays.append(postgres.relayQueueNotifications(to: actions.queued)) }
                 let grace = configuration.server.failureGrace

@@ -41,5 +41,5 @@ public final class PostgresStore: HeraldStore {
     /// Nothing to do: PostgreSQL checkpoints on its own.
     public func checkpoint() throws {}
 
-    public func checkpointInBackground() -> @Sendable () -> Void { {} }
+    public func checkpointInBackground(besideRequests: Bool) -> @Sendable () -> Void { {} }
 }

@@ -43,10 +43,16 @@ public protocol WorkerRegistry: Sendable {
     func checkpoint() throws
 
     /// Keeps the store's log short beside a working worker, on a thread of its own, until the returned function is
-    /// called (SQLite: passive WAL checkpoints on their own connection; nothing elsewhere).
-    func checkpointInBackground() -> @Sendable () -> Void
+    /// called (SQLite: passive WAL checkpoints on their own connection; nothing elsewhere). `besideRequests`: the
+    /// process also answers API requests, whose durable commits share the disk with the checkpoints.
+    func checkpointInBackground(besideRequests: Bool) -> @Sendable () -> Void
 
     /// Deletes link events, suppressed requests and hourly counters older than `before` (`ledger.eventRetention`),
     /// in short batches; returns how many rows went.
     func pruneEvents(before: Date) throws -> Int
+}
+
+extension WorkerRegistry {
+    /// Checkpoints beside a worker or an import that answers no requests.
+    public func checkpointInBackground() -> @Sendable () -> Void { checkpointInBackground(besideRequests: false) }
 }
