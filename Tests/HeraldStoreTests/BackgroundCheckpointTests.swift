@@ -21,13 +21,15 @@ import Testing
         }
     }
 
-    @Test func theCheckpointThreadCopiesALargeLogIntoTheDatabaseAndStops() throws {
+    /// Beside requests (`herald serve`) the thread only checkpoints more often: the same log is left and copied alike.
+    @Test(arguments: [false, true])
+    func theCheckpointThreadCopiesALargeLogIntoTheDatabaseAndStops(besideRequests: Bool) throws {
         let path = scratch.path("ledger.sqlite")
         let store = try SQLiteStore(path: path)
         try store.pool.write { db in try db.execute(sql: "CREATE TABLE notes (body TEXT NOT NULL)") }
         try store.checkpoint()  // the log copied and truncated: the database file holds the new table
         let before = try size(path)
-        let stop = store.checkpointInBackground()
+        let stop = store.checkpointInBackground(besideRequests: besideRequests)
         defer { stop() }
         // About 450 KiB of pages in the log: below wal_autocheckpoint and below the thread's 4 MiB, so left there.
         try insert(store, 0..<2000)

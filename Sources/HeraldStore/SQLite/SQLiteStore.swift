@@ -100,8 +100,8 @@ public final class SQLiteStore: HeraldStore {
         }
     }
 
-    /// Copies the WAL into the database every 0.1 s (30 ms `besideRequests`) on a thread and a connection of their own, once the log has grown
-    /// to 4 MiB (1,024 pages), until the returned function is called.
+    /// Copies the WAL into the database every 0.1 s (every 30 ms `besideRequests`) on a thread and a connection of
+    /// their own, once the log has grown to 4 MiB (1,024 pages), until the returned function is called.
     ///
     /// Otherwise the writer copies it: SQLite checkpoints inside the commit that takes the log past
     /// `wal_autocheckpoint` (8,000 pages, 32 MiB), and a worker's ledger desk then recorded nothing for 100–150 ms
