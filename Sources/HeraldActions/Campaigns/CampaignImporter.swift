@@ -193,7 +193,7 @@ final class CampaignImporter {
     private func importing(rejectsPath: String, _ addRows: () throws -> Void) throws -> Summary {
         rejects = try RejectsWriter(path: rejectsPath)
         defer { rejects?.close() }
-        let stopCheckpoints = store.checkpointInBackground()
+        let stopCheckpoints = store.checkpointInBackground(besideRequests: false)
         defer { stopCheckpoints() }  // after the writer; what log is left, SQLite copies as usual
         defer { try? writer.finish() }  // before the rejects file closes: the writer may still be using it
         try addRows()

@@ -51,8 +51,3 @@ public protocol WorkerRegistry: Sendable {
     /// in short batches; returns how many rows went.
     func pruneEvents(before: Date) throws -> Int
 }
-
-extension WorkerRegistry {
-    /// Checkpoints beside a worker or an import that answers no requests.
-    public func checkpointInBackground() -> @Sendable () -> Void { checkpointInBackground(besideRequests: false) }
-}

@@ -59,14 +59,13 @@ extension SQLiteStore {
         for start in stride(from: 0, to: requests.count, by: size) {
             let batch = requests[start..<min(start + size, requests.count)]
             do {
+                // Made before the write, as for a single request: the group commit's thread only runs the SQL.
+                let rows = try batch.map { try QueuedRow($0, encoder: encoder, messageDomain: messageDomain) }
                 let inserted = try writeDurably { db in
                     if let bulkKey, bulkID == nil { bulkID = try Self.bulkSend(db, key: bulkKey, at: at) }
                     var inserted = 0
-                    for request in batch {
-                        let row = try QueuedRow(request, encoder: encoder, messageDomain: messageDomain)
-                        if try insert(db, request, row, bulkID: bulkID, at: at) {
-                            inserted += 1
-                        }
+                    for (request, row) in zip(batch, rows) {
+                        if try insert(db, request, row, bulkID: bulkID, at: at) { inserted += 1 }
                     }
                     return inserted
                 }
