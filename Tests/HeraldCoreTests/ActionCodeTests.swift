@@ -21,6 +21,42 @@ import Testing
         #expect(code.hash.count == 32)
     }
 
+    @Test func ledgerCodesAreAnIncreasingKeyAndThirtyTwoRandomBytes() throws {
+        let before = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        var keys: [UInt64] = []
+        var seen = Set<UInt8>()
+        for _ in 0..<2_000 {
+            let code = ActionCode.generateForLedger().plaintext
+            #expect(code.count == 54)
+            let bytes = try #require(Base64URL.decode(code))
+            #expect(bytes.count == 40)
+            keys.append(bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) })
+            seen.formUnion(bytes.dropFirst(8))
+        }
+        #expect(zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 }, "each key is larger than the last, even within a microsecond")
+        #expect(keys[0] >= before && keys[0] < before + 60_000_000, "the key starts from the clock's microseconds")
+        #expect(seen.count == 256, "the last 32 bytes come from the CSPRNG")
+    }
+
+    @Test func theLedgerKeepsAKeyedCodesKeyThenItsSHA256AndAnyOtherCodesSHA256Alone() throws {
+        let code = ActionCode.generateForLedger()
+        let bytes = try #require(Base64URL.decode(code.plaintext))
+        #expect(code.ledgerKey == Array(bytes.prefix(8)) + Array(SHA256.hash(data: Array(code.plaintext.utf8))))
+        #expect(ActionCode.ledgerKey(code.plaintext) == code.ledgerKey)
+        // A code from before keys (43 characters) and text that is no code are looked up by their SHA-256 alone.
+        let legacy = ActionCode.generate().plaintext
+        #expect(ActionCode.ledgerKey(legacy) == ActionCode.hash(legacy))
+        let notBase64 = String(repeating: "*", count: 54)
+        #expect(ActionCode.ledgerKey(notBase64) == ActionCode.hash(notBase64))
+        #expect(ActionCode.ledgerKey("") == ActionCode.hash(""))
+        // Changing one character of the secret part changes the hash, not the key.
+        var altered = Array(code.plaintext)
+        altered[40] = altered[40] == "A" ? "B" : "A"
+        let alteredKey = ActionCode.ledgerKey(String(altered))
+        #expect(alteredKey.prefix(8) == code.ledgerKey.prefix(8))
+        #expect(alteredKey != code.ledgerKey)
+    }
+
     @Test func base64URLHasNoPaddingOrUnsafeCharacters() {
         #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
         #expect(Base64URL.encode([]) == "")

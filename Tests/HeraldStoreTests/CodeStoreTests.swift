@@ -1,8 +1,9 @@
 import Foundation
 import HeraldCore
-import HeraldStore
 import HeraldTesting
 import Testing
+
+@testable import HeraldStore
 
 /// Codes: minting, single use, supersede, expired versus invalid, and `consume` for app-owned accounts.
 @Suite struct CodeStoreTests {
@@ -26,6 +27,38 @@ import Testing
         #expect(record.expiresAt.milliseconds == now.milliseconds + 600_000)
         #expect(record.redeemedAt == nil)
         #expect(try store.code(ActionCode.generate().plaintext) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aCodeStoredBeforeKeysByItsSHA256AloneIsStillFoundAndRedeemedOnce(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let legacy = ActionCode.generate().plaintext  // 43 characters, as every code was before keyed codes
+        let at = Date().milliseconds
+        let arguments = (Data(ActionCode.hash(legacy)), ActionKind.resetPassword.rawValue, "ada@example.com", at, at + 600_000)
+        let insert = "INSERT INTO action_codes (code_hash, action, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)"
+        switch store {
+        case let sqlite as SQLiteStore:
+            try sqlite.pool.write { db in
+                try db.execute(
+                    sql: insert, arguments: [arguments.0, arguments.1, arguments.2, arguments.3, arguments.4])
+            }
+        case let postgres as PostgresStore:
+            try postgres.pool.write { db in
+                _ = try db.execute(insert, [arguments.0, arguments.1, arguments.2, arguments.3, arguments.4])
+            }
+        default:
+            Issue.record("a store kind this test does not know")
+        }
+        let newer = try Fixture.mint(.resetPassword, "bob@example.com", in: store)
+        #expect(newer.count == 54 && legacy.count == 43)
+        #expect(try store.code(legacy)?.email == "ada@example.com")
+        _ = try store.consume(legacy, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        #expect(try store.code(legacy)?.redeemedAt != nil)
+        let again = #expect(throws: HeraldError.self) {
+            try store.consume(legacy, expecting: [.resetPassword], visitor: Fixture.visitor, now: Date())
+        }
+        #expect(again?.code == .invalidOOBCode)
+        #expect(try store.code(newer)?.email == "bob@example.com")
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -89,12 +89,17 @@ import Testing
                 .map { (outboxID: $0["outbox_id"] as Int64?, hash: $0["code_hash"] as Data) }
         }
         #expect(hashes.map(\.outboxID) == [id, nil])
-        #expect(hashes.map(\.hash) == [Data(claimed.code.hash), Data(ActionCode.hash(minted))])
+        #expect(hashes.map(\.hash) == [Data(claimed.code.ledgerKey), Data(ActionCode.ledgerKey(minted))])
         let files = ["", "-wal", "-shm"].compactMap { FileManager.default.contents(atPath: scratch.path("ledger.sqlite") + $0) }
         #expect(!files.isEmpty)
         for data in files {
             #expect(data.range(of: Data(claimed.code.plaintext.utf8)) == nil)
             #expect(data.range(of: Data(minted.utf8)) == nil)
+            for code in [claimed.code.plaintext, minted] {
+                let secret = try #require(Base64URL.decode(code)).suffix(32)
+                #expect(secret.count == 32)
+                #expect(data.range(of: Data(secret)) == nil, "a code's random bytes are in the files")
+            }
         }
     }
 

@@ -54,7 +54,7 @@ import Testing
         let storedHash = try fixture.store.read { db in
             try Data.fetchOne(db, sql: "SELECT code_hash FROM action_codes WHERE outbox_id = ?", arguments: [id])
         }
-        #expect(storedHash == Data(ActionCode.hash(code)))
+        #expect(storedHash == Data(ActionCode.ledgerKey(code)))
         for suffix in ["", "-wal"] {
             let file = try #require(FileManager.default.contents(atPath: fixture.databasePath + suffix))
             #expect(file.range(of: Data(code.utf8)) == nil)

@@ -96,6 +96,7 @@ def test_journeys_leave_no_plaintext_code_or_password_at_rest_or_in_logs(server)
             out.append((f"code {code}", code.encode("ascii")))
             raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
             out.append((f"raw bytes of code {code}", raw))
+            out.append((f"secret bytes of code {code}", raw[8:] if len(raw) == 40 else raw))
         for password in passwords:
             out.append((f"password {password}", password.encode("utf-8")))
         return out

@@ -6,7 +6,9 @@ directory on sys.path because it has no __init__.py.
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import html.parser
 import json
 import os
@@ -194,6 +196,19 @@ def delivery_attempts(db: Path, outbox_id: int) -> list:
         "SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY attempt",
         (outbox_id,),
     )
+
+
+def ledger_key(code: str) -> bytes:
+    """What the ledger keeps for an action code in `code_hash` (`ActionCode.ledgerKey`): for a keyed code (54
+    characters), its first 8 bytes (an increasing key, not secret) then the SHA-256 of the code; else the SHA-256."""
+    digest = hashlib.sha256(code.encode("utf-8")).digest()
+    if len(code) != 54:
+        return digest
+    try:
+        raw = base64.urlsafe_b64decode(code + "==")
+    except ValueError:
+        return digest
+    return raw[:8] + digest
 
 
 def database_files(db: Path) -> list:

@@ -1,11 +1,11 @@
-"""Action codes are stored only as SHA-256 hashes."""
+"""Action codes are stored only as their key and SHA-256: the 32 secret bytes never rest on disk."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 
-from helpers import action_link, database_files, parse_link, query, write_config
+from helpers import action_link, database_files, ledger_key, parse_link, query, write_config
 
 CONTINUE = "https://app.example.com/finish"
 
@@ -27,9 +27,12 @@ def test_database_holds_no_plaintext_code(herald, capture, tmp_path, db):
     for code in codes:
         assert code.encode("ascii") not in blob, f"plaintext code {code} in {[p.name for p in files]}"
         raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
-        assert raw not in blob, "the code's raw bytes are stored"
+        assert len(raw) == 40, f"{code} is not an 8-byte key and 32 random bytes"
+        assert raw[8:] not in blob, "the code's secret bytes are stored"
 
     hashes = {bytes(r["code_hash"]) for r in query(db, "SELECT code_hash FROM action_codes")}
-    assert all(len(h) == 32 for h in hashes)
+    assert all(len(h) == 40 for h in hashes)
     for code in codes:
-        assert hashlib.sha256(code.encode("ascii")).digest() in hashes, f"no hash stored for {code}"
+        raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+        assert raw[:8] + hashlib.sha256(code.encode("ascii")).digest() in hashes, f"no key and hash stored for {code}"
+        assert ledger_key(code) == raw[:8] + hashlib.sha256(code.encode("ascii")).digest()

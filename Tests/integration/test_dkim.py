@@ -183,9 +183,7 @@ def test_bad_dkim_settings_stop_with_one_line_naming_the_setting(herald, capture
 def test_signed_mail_rendered_ahead_on_many_connections_carries_each_rows_own_code(herald, capture, tmp_path):
     """Signed mail is rendered beside the send loop; every message must still go to its row's address with
     that row's code, and verify."""
-    import hashlib
-
-    from helpers import action_link, db_path, parse_link, query, write_recipients
+    from helpers import action_link, db_path, ledger_key, parse_link, query, write_recipients
 
     config, records = signing_config(herald, tmp_path, capture, smtp={"connections": 3})
     lookup = dns_from(records)
@@ -200,7 +198,7 @@ def test_signed_mail_rendered_ahead_on_many_connections_carries_each_rows_own_co
         [rcpt] = item["rcpt_tos"]
         assert item["message"]["To"].addresses[0].addr_spec == rcpt
         code = parse_link(action_link(item["message"]))["params"]["oobCode"]
-        assert owners[hashlib.sha256(code.encode()).digest()] == rcpt, f"{rcpt} got another row's code"
+        assert owners[ledger_key(code)] == rcpt, f"{rcpt} got another row's code"
         assert dkim.DKIM(item["raw"]).verify(idx=0, dnsfunc=lookup), f"{rcpt}: the RSA signature does not verify"
         seen.add(rcpt)
     assert seen == set(addresses)

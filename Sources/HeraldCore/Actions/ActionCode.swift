@@ -2,9 +2,11 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// A one-time action code: 32 bytes from the system CSPRNG, base64url without padding.
+/// A one-time secret: 32 bytes from the system CSPRNG, base64url without padding (`generate()`); an action code
+/// for the ledger has an increasing 8-byte key in front (`generateForLedger()`).
 ///
-/// Only `hash` is ever stored; the plaintext lives in the email (or an admin response).
+/// Only `ledgerKey` (codes) or `hash` (other secrets) is ever stored; the plaintext lives in the email (or an admin
+/// response).
 public struct ActionCode: Sendable {
     public let plaintext: String
 
@@ -19,11 +21,63 @@ public struct ActionCode: Sendable {
 
     public init(plaintext: String) { self.plaintext = plaintext }
 
-    /// SHA-256 of the code's UTF-8 bytes: what the ledger stores and redemption looks up.
+    /// SHA-256 of the code's UTF-8 bytes (what the ledger stores for a refresh token; for an action code, `ledgerKey`).
     public var hash: [UInt8] { Self.hash(plaintext) }
 
     public static func hash(_ plaintext: String) -> [UInt8] {
         Array(SHA256.hash(data: Array(plaintext.utf8)))
+    }
+
+    /// A code for the ledger: an 8-byte key that only increases (microseconds since 1970, or one more than the
+    /// last key when the clock has not moved on), then 32 bytes from the CSPRNG; base64url, 54 characters.
+    ///
+    /// The key is not secret. It puts each new code's `ledgerKey` at the end of the ledger's unique index on
+    /// `code_hash` instead of at a random place in it: a claim's forty codes then touch one index page, not forty.
+    public static func generateForLedger() -> ActionCode {
+        let key = nextKey()
+        var bytes = [UInt8](repeating: 0, count: 40)
+        for index in 0..<8 { bytes[index] = UInt8(truncatingIfNeeded: key >> (56 - 8 * UInt64(index))) }
+        bytes.withUnsafeMutableBytes { arc4random_buf($0.baseAddress! + 8, 32) }
+        return ActionCode(plaintext: Base64URL.encode(bytes))
+    }
+
+    /// What the ledger stores for this code and finds it by (`ledgerKey(_:)`).
+    public var ledgerKey: [UInt8] { Self.ledgerKey(plaintext) }
+
+    /// What the ledger stores for `plaintext` and finds it by: for a keyed code (54 characters whose first 11
+    /// decode), its 8-byte key followed by the code's SHA-256; for anything else, such as a code made before keys
+    /// (43 characters), the SHA-256 alone. The secret 32 bytes never reach the ledger.
+    public static func ledgerKey(_ plaintext: String) -> [UInt8] {
+        let digest = hash(plaintext)
+        let utf8 = plaintext.utf8
+        guard utf8.count == keyedLength else { return digest }
+        var key: UInt64 = 0
+        for character in utf8.prefix(11) {
+            guard let value = Base64URL.value(character) else { return digest }
+            key = key << 6 | UInt64(value)  // 66 bits: the last two belong to the random part and drop out below
+        }
+        key >>= 2
+        var out = [UInt8](repeating: 0, count: 8)
+        for index in 0..<8 { out[index] = UInt8(truncatingIfNeeded: key >> (56 - 8 * UInt64(index))) }
+        return out + digest
+    }
+
+    /// The length of a keyed code: 40 bytes in unpadded base64url.
+    static let keyedLength = 54
+
+    private static let lastKey = Atomic<UInt64>(0)
+
+    private static func nextKey() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        let now = UInt64(time.tv_sec) * 1_000_000 + UInt64(time.tv_nsec / 1000)
+        var last = lastKey.load(ordering: .relaxed)
+        while true {
+            let next = max(now, last + 1)
+            let (exchanged, original) = lastKey.compareExchange(expected: last, desired: next, ordering: .relaxed)
+            if exchanged { return next }
+            last = original
+        }
     }
 }
 
@@ -52,6 +106,18 @@ public enum Base64URL {
             if left == 2 { out.append(alphabet[Int(value >> 6 & 63)]) }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The 6-bit value of one base64url character; nil for any other byte.
+    static func value(_ character: UInt8) -> UInt8? {
+        switch character {
+        case 65...90: character - 65
+        case 97...122: character - 71
+        case 48...57: character + 4
+        case 45: 62
+        case 95: 63
+        default: nil
+        }
     }
 
     /// The bytes of base64url text, padded or not; nil when it is not base64url.

@@ -52,9 +52,9 @@ extension PostgresStore {
             var hasURL: [Int64] = []
             var expiries: [Int64] = []
             for message in messages {
-                let code = ActionCode.generate()
+                let code = ActionCode.generateForLedger()
                 codes.append(code)
-                hashes.append(claimHexadecimal(code.hash))
+                hashes.append(claimHexadecimal(code.ledgerKey))
                 outboxIDs.append(message.id)
                 actions.append(message.kind.rawValue)
                 emails.append(message.email.value)

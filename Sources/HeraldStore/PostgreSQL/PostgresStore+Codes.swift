@@ -5,7 +5,7 @@ extension PostgresStore {
     public func mintCode(
         _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
     ) throws -> ActionCode {
-        let code = ActionCode.generate()
+        let code = ActionCode.generateForLedger()
         let at = now.milliseconds
         let expiresAt = at + Int64(lifetime * 1000)
         try pool.write { db in
@@ -14,7 +14,7 @@ extension PostgresStore {
                 INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
                 VALUES (?, NULL, ?, ?, ?, ?, ?, ?)
                 """,
-                [Data(code.hash), kind.rawValue, email, newEmail, continueURL, at, expiresAt])
+                [Data(code.ledgerKey), kind.rawValue, email, newEmail, continueURL, at, expiresAt])
         }
         return code
     }
@@ -28,7 +28,7 @@ extension PostgresStore {
         try db.fetchOne(
             """
             SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
-            """, [Data(ActionCode.hash(plaintext))]
+            """, [Data(ActionCode.ledgerKey(plaintext))]
         ).flatMap(Records.code)
     }
 

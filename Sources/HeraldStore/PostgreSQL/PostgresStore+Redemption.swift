@@ -81,7 +81,7 @@ extension PostgresStore {
         _ plaintext: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date, effect: (PostgresSession, CodeRecord) throws -> T
     ) throws -> T {
         let at = now.milliseconds
-        let hash = Data(ActionCode.hash(plaintext))
+        let hash = Data(ActionCode.ledgerKey(plaintext))
         var codeID: Int64?
         do {
             return try writeDurably { db in

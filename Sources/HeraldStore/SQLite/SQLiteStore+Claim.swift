@@ -41,10 +41,10 @@ extension SQLiteStore {
             // RETURNING order is unspecified; send in queue order.
             messages.sort { ($0.priority, $0.nextAttemptAt, $0.id) < ($1.priority, $1.nextAttemptAt, $1.id) }
             try dropSuppressed(&messages, db, at: at)
-            let codes = messages.map { _ in ActionCode.generate() }
+            let codes = messages.map { _ in ActionCode.generateForLedger() }
             let codeIDs = try Self.codes.run(db, count: messages.count) { statement, row, first in
                 let message = messages[row]
-                statement.bind(first, codes[row].hash)
+                statement.bind(first, codes[row].ledgerKey)
                 statement.bind(first + 1, message.id)
                 statement.bind(first + 2, message.kind.rawValue)
                 statement.bind(first + 3, message.email.value)

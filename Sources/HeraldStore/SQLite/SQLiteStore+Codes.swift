@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func mintCode(
         _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
     ) throws -> ActionCode {
-        let code = ActionCode.generate()
+        let code = ActionCode.generateForLedger()
         let at = now.milliseconds
         try pool.write { db in
             try db.execute(
@@ -14,7 +14,7 @@ extension SQLiteStore {
                     INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
                     VALUES (?, NULL, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [Data(code.hash), kind.rawValue, email, newEmail, continueURL, at, at + Int64(lifetime * 1000)])
+                arguments: [Data(code.ledgerKey), kind.rawValue, email, newEmail, continueURL, at, at + Int64(lifetime * 1000)])
         }
         return code
     }
@@ -29,7 +29,7 @@ extension SQLiteStore {
             db,
             sql: """
                 SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
-                """, arguments: [Data(ActionCode.hash(plaintext))]
+                """, arguments: [Data(ActionCode.ledgerKey(plaintext))]
         ).flatMap(Records.code)
     }
 

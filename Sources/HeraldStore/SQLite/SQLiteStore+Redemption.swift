@@ -87,7 +87,7 @@ extension SQLiteStore {
                         UPDATE action_codes SET redeemed_at = :now
                         WHERE code_hash = :hash AND redeemed_at IS NULL AND superseded_at IS NULL AND expires_at > :now
                         RETURNING id
-                        """, arguments: ["now": at, "hash": Data(ActionCode.hash(plaintext))])
+                        """, arguments: ["now": at, "hash": Data(ActionCode.ledgerKey(plaintext))])
                 let record = try claimed.flatMap { _ in try Self.code(db, plaintext) }
                 guard let record, kinds.contains(record.kind) else {
                     let existing = try Self.code(db, plaintext)
