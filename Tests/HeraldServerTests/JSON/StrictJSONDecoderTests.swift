@@ -68,6 +68,32 @@ import Testing
         }
     }
 
+    @Test func flatAndNestedBodiesGetTheSameChecksAndValues() throws {
+        // A body without a nested object is read in one parse; one with a nested object, or a snake_case name, in
+        // two. The answers must not depend on which.
+        let flat = #"{"requestType":"EMAIL_SIGNIN","email":"ada@example.com","canHandleCodeInApp":true}"#
+        let nested = #"{"requestType":"EMAIL_SIGNIN","email":"ada@example.com","canHandleCodeInApp":true,"clientType":{"a":1}}"#
+        let snake = #"{"request_type":"EMAIL_SIGNIN","email":"ada@example.com","can_handle_code_in_app":true}"#
+        for json in [flat, nested, snake] {
+            let body = try decode(SendOobCodeBody.self, json)
+            #expect(body.email == "ada@example.com" && body.canHandleCodeInApp == true, "\(json)")
+            #expect(try body.sendRequest(locale: nil).kind == .signIn, "\(json)")
+        }
+        #expect(
+            message(SignUpBody.self, #"{"email":"a@x.test","favouriteColour":{"shade":"blue"}}"#)
+                == #"INVALID_ARGUMENT : Invalid JSON payload received. Unknown name "favouriteColour": Cannot find field."#)
+        #expect(
+            message(SignUpBody.self, #"{"email":"a@x.test","favouriteColour":"blue"}"#)
+                == #"INVALID_ARGUMENT : Invalid JSON payload received. Unknown name "favouriteColour": Cannot find field."#)
+        for json in [#"{"email":"a@x.test","targetProjectId":"p"}"#, #"{"email":"a@x.test","targetProjectId":{"p":1}}"#] {
+            let error = #expect(throws: HeraldError.self) { try decoder.decode(SignUpBody.self, from: Data(json.utf8), caller: .app) }
+            #expect(error?.code == .insufficientPermission, "\(json)")
+        }
+        #expect(message(SendOobCodeBody.self, #"{"email":"a@x.test","#) == "INVALID_ARGUMENT : Invalid JSON payload received.")
+        #expect(message(SendOobCodeBody.self, #"{"email":{"x":1}}"#) == "INVALID_ARGUMENT : Invalid value at 'email' (TYPE_STRING)")
+        #expect(message(SendOobCodeBody.self, #"{"email":7}"#) == "INVALID_ARGUMENT : Invalid value at 'email' (TYPE_STRING)")
+    }
+
     @Test func listFieldsTakeOneStringOrAnArray() throws {
         #expect(try decode(LookupBody.self, #"{"localId":"u1"}"#).localId?.values == ["u1"])
         #expect(try decode(LookupBody.self, #"{"email":["a@x.test","b@x.test"]}"#).email?.values == ["a@x.test", "b@x.test"])
