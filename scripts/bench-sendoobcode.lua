@@ -21,6 +21,14 @@ function request()
   return wrk.format("POST", nil, { ["Content-Type"] = "application/json" }, body)
 end
 
+-- wrk's timers count whole milliseconds (it truncates 6.7 to 6), so a fractional delay is made of its two
+-- neighbours in proportion: the mean wait is DELAY_MS, and the pace can be set finer than 1 ms per connection.
+local whole_ms = math.floor(delay_ms)
+local fraction = delay_ms - whole_ms
+
 function delay()
-  return delay_ms
+  if math.random() < fraction then
+    return whole_ms + 1
+  end
+  return whole_ms
 end
