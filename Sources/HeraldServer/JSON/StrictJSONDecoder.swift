@@ -43,7 +43,11 @@ struct StrictJSONDecoder: RequestDecoder {
 
     /// A body with no `{` after its first byte has no nested object, so its field names are all at the top.
     private static func isFlat(_ json: Data) -> Bool {
-        json.first == UInt8(ascii: "{") && !json.dropFirst().contains(UInt8(ascii: "{"))
+        // memchr: `dropFirst().contains` went through Data's generic slice a byte at a time (1.7 % of the request's CPU).
+        json.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0, bytes[0] == UInt8(ascii: "{") else { return false }
+            return memchr(base + 1, Int32(UInt8(ascii: "{")), bytes.count - 1) == nil
+        }
     }
 
     /// Decodes a flat body in one parse: its names are checked as sent and, when none is snake_case, the same
