@@ -62,6 +62,58 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aRedemptionSupersedesItsFamilyWhetherMailedByOneSendACampaignOrMintedAndNoOtherCode(_ kind: StoreKind) throws {
+        // Mailed codes are found through their outbox rows, minted ones through their own index: every branch of
+        // that lookup is here, with its neighbours that must stay live.
+        let store = try kind.makeStore(in: scratch)
+        let now = Date()
+        let policy = Fixture.policy()
+        for (action, email) in [
+            (ActionKind.resetPassword, "ada@example.com"), (.resetPassword, "ada@example.com"), (.resetPassword, "bob@example.com"),
+            (.verifyEmail, "ada@example.com"), (.verifyEmail, "new-ada@example.com"),
+            (.verifyAndChangeEmail, "ada@example.com"), (.verifyAndChangeEmail, "ada@example.com"),
+        ] {
+            _ = try store.enqueue(Fixture.request(action, email), messageDomain: Fixture.messageDomain, throttle: nil, now: now)
+        }
+        let campaign = try Fixture.campaign("welcome", .verifyEmail, now: now, in: store)
+        try Fixture.add(["ada@example.com"], to: campaign, now: now, in: store)
+        let claimed = try store.claim(policy, now: now)
+        #expect(claimed.count == 8)
+        for message in claimed { try store.record(message, Fixture.sent(at: now), policy: policy) }
+        func codes(_ action: ActionKind, _ email: String, campaign: Bool = false) -> [String] {
+            claimed.filter { $0.message.kind == action && $0.message.email.value == email && ($0.message.campaignID != nil) == campaign }
+                .map(\.code.plaintext)
+        }
+        func isLive(_ code: String) throws -> Bool { try #require(try store.code(code)).supersededAt == nil }
+        let minted = try Fixture.mint(.resetPassword, "ada@example.com", in: store)
+        let adaResets = codes(.resetPassword, "ada@example.com")
+        let changes = codes(.verifyAndChangeEmail, "ada@example.com")
+        #expect(adaResets.count == 2 && changes.count == 2)
+        #expect(claimed.filter { $0.message.kind == .verifyAndChangeEmail }.allSatisfy { $0.message.recipient.value == "new-ada@example.com" })
+
+        _ = try store.consume(adaResets[1], expecting: [.resetPassword], visitor: Fixture.visitor, now: now)
+        #expect(try !isLive(adaResets[0]) && !isLive(minted), "a mailed and a minted code of the family")
+        let others = codes(.resetPassword, "bob@example.com") + codes(.verifyEmail, "ada@example.com") + changes
+        #expect(try others.allSatisfy(isLive), "another address's or another action's code")
+
+        _ = try store.consume(
+            codes(.verifyEmail, "ada@example.com", campaign: true)[0], expecting: [.verifyEmail], visitor: Fixture.visitor, now: now)
+        #expect(try !isLive(codes(.verifyEmail, "ada@example.com")[0]), "a single send's code, by a campaign's")
+        #expect(try isLive(codes(.verifyEmail, "new-ada@example.com")[0]))
+
+        _ = try store.consume(changes[0], expecting: [.verifyAndChangeEmail], visitor: Fixture.visitor, now: now)
+        #expect(try !isLive(changes[1]), "a change's family is its old address, though it was mailed to the new one")
+        #expect(try isLive(codes(.verifyEmail, "new-ada@example.com")[0]), "the new address's own verification")
+        #expect(try isLive(codes(.resetPassword, "bob@example.com")[0]))
+
+        // The minted side alone: a minted code's redemption supersedes the family's mailed codes too.
+        let mintedVerify = try Fixture.mint(.verifyEmail, "new-ada@example.com", in: store)
+        _ = try store.consume(mintedVerify, expecting: [.verifyEmail], visitor: Fixture.visitor, now: now)
+        #expect(try !isLive(codes(.verifyEmail, "new-ada@example.com")[0]))
+        #expect(try isLive(codes(.resetPassword, "bob@example.com")[0]))
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func fiftyConcurrentRedemptionsHaveOneWinner(_ kind: StoreKind) async throws {
         let store = try kind.makeStore(in: scratch)
         let code = try Fixture.mint(.resetPassword, in: store)

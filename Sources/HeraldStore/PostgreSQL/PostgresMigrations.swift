@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-/// The PostgreSQL ledger's schema: the SQLite ledger's tables as of its v16, in PostgreSQL's types.
+/// The PostgreSQL ledger's schema: the SQLite ledger's tables as of its v17, in PostgreSQL's types.
 ///
 /// Migrations are append-only: never edit a registered one, add a new one. Times are Unix milliseconds in
 /// BIGINT columns and flags are 0/1 integers, as in the SQLite ledger, so both read and write the same values.
@@ -286,7 +286,16 @@ enum PostgresMigrations {
                 )
                 """,
             ]
-        )
+        ),
+        (
+            // As the SQLite ledger's v17: redemption finds mailed codes of the same email and action through the
+            // outbox (`CodeFamily`); only codes minted without a row stay indexed by address.
+            "v2: a code's family is found through its outbox row",
+            [
+                "DROP INDEX action_codes_family",
+                "CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL",
+            ]
+        ),
     ]
 
     /// Applies the migrations not yet applied, each in one transaction, under an advisory lock so that two

@@ -99,11 +99,7 @@ extension PostgresStore {
                     throw existing?.problem(at: Date(milliseconds: at), expecting: kinds) ?? HeraldError(.invalidOOBCode, "")
                 }
                 codeID = record.id
-                try db.execute(
-                    """
-                    UPDATE action_codes SET superseded_at = :now
-                    WHERE email = :email AND action = :action AND id <> :id AND redeemed_at IS NULL AND superseded_at IS NULL
-                    """, ["now": at, "email": record.email, "action": record.kind.rawValue, "id": record.id])
+                try db.execute(CodeFamily.supersede, ["now": at, "email": record.email, "action": record.kind.rawValue, "id": record.id])
                 let result = try effect(db, record)
                 try Self.insertEvent(db, codeID: record.id, kind: .redeemed, visitor: visitor, detail: nil, at: at)
                 try emitWebhook(db, .redeemed, codeID: record.id, at: at, extra: WebhookPayloads.visitorJSON(visitor))

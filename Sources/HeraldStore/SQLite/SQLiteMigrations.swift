@@ -416,6 +416,15 @@ enum SQLiteMigrations {
             // NULL until the first retry: queued_at is then the first.
             try db.execute(sql: "ALTER TABLE outbox ADD COLUMN first_queued_at INTEGER")
         }
+        migrator.registerMigration("v17: a code's family is found through its outbox row") { db in
+            // Redemption finds mailed codes of the same email and action through the outbox (`CodeFamily`); only
+            // codes minted without a row stay indexed by address.
+            try db.execute(
+                sql: """
+                    DROP INDEX action_codes_family;
+                    CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL;
+                    """)
+        }
         return migrator
     }
 }
