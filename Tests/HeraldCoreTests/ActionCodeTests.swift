@@ -43,6 +43,11 @@ import Testing
         let bytes = try #require(Base64URL.decode(code.plaintext))
         #expect(code.ledgerKey == Array(bytes.prefix(8)) + Array(SHA256.hash(data: Array(code.plaintext.utf8))))
         #expect(ActionCode.ledgerKey(code.plaintext) == code.ledgerKey)
+        // Every bit of the key is read back, the first character's top two included.
+        for key in [[UInt8](repeating: 0xFF, count: 8), [0x80, 0, 0, 0, 0, 0, 0, 1], [0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF]] {
+            let text = Base64URL.encode(key + [UInt8](repeating: 0x5A, count: 32))
+            #expect(ActionCode.ledgerKey(text) == key + ActionCode.hash(text), "\(key)")
+        }
         // A code from before keys (43 characters) and text that is no code are looked up by their SHA-256 alone.
         let legacy = ActionCode.generate().plaintext
         #expect(ActionCode.ledgerKey(legacy) == ActionCode.hash(legacy))

@@ -51,12 +51,13 @@ public struct ActionCode: Sendable {
         let digest = hash(plaintext)
         let utf8 = plaintext.utf8
         guard utf8.count == keyedLength else { return digest }
+        // The key is the first 64 of the 66 bits in the first 11 characters: ten whole ones, then the eleventh's top
+        // four (its last two belong to the random part).
         var key: UInt64 = 0
-        for character in utf8.prefix(11) {
+        for (index, character) in utf8.prefix(11).enumerated() {
             guard let value = Base64URL.value(character) else { return digest }
-            key = key << 6 | UInt64(value)  // 66 bits: the last two belong to the random part and drop out below
+            key = index < 10 ? key << 6 | UInt64(value) : key << 4 | UInt64(value >> 2)
         }
-        key >>= 2
         var out = [UInt8](repeating: 0, count: 8)
         for index in 0..<8 { out[index] = UInt8(truncatingIfNeeded: key >> (56 - 8 * UInt64(index))) }
         return out + digest

@@ -292,7 +292,7 @@ enum PostgresMigrations {
             // outbox (`CodeFamily`); only codes minted without a row stay indexed by address.
             "v2: a code's family is found through its outbox row",
             [
-                "DROP INDEX action_codes_family",
+                "DROP INDEX IF EXISTS action_codes_family",
                 "CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL",
             ]
         ),

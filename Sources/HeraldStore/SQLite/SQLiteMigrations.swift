@@ -421,7 +421,7 @@ enum SQLiteMigrations {
             // codes minted without a row stay indexed by address.
             try db.execute(
                 sql: """
-                    DROP INDEX action_codes_family;
+                    DROP INDEX IF EXISTS action_codes_family;
                     CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL;
                     """)
         }
