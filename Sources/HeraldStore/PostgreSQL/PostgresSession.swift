@@ -29,7 +29,7 @@ public struct PostgresFailure: Error, CustomStringConvertible, Sendable {
 ///
 /// Statements take `?` (in order), `?NNN` or `$NNN` (by position) and `:name` (named) placeholders, so the
 /// ledger's statements read as they do on SQLite; string literals and `::type` casts are left alone.
-public final class PostgresSession {
+final class PostgresSession {
     let connection: PostgresConnection
     let logger: Logger
     /// Set when the connection failed: the pool drops it instead of lending it again.
@@ -42,23 +42,23 @@ public final class PostgresSession {
 
     /// Runs one statement; returns how many rows it changed (or returned).
     @discardableResult
-    public func execute(_ sql: String, _ arguments: SQLArguments = []) throws -> Int {
+    func execute(_ sql: String, _ arguments: SQLArguments = []) throws -> Int {
         try run(sql, arguments).metadata.rows ?? 0
     }
 
-    public func fetchAll(_ sql: String, _ arguments: SQLArguments = []) throws -> [SQLRow] {
+    func fetchAll(_ sql: String, _ arguments: SQLArguments = []) throws -> [SQLRow] {
         let result = try run(sql, arguments)
         guard let first = result.rows.first else { return [] }
         let columns = SQLColumns(first.map(\.columnName))
         return try result.rows.map { row in SQLRow(values: try row.map(Self.value), columns: columns) }
     }
 
-    public func fetchOne(_ sql: String, _ arguments: SQLArguments = []) throws -> SQLRow? {
+    func fetchOne(_ sql: String, _ arguments: SQLArguments = []) throws -> SQLRow? {
         try fetchAll(sql, arguments).first
     }
 
     /// The first column of the first row, or nil when there is no row or it is NULL.
-    public func fetchValue<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
+    func fetchValue<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
         -> Value?
     {
         guard let row = try fetchOne(sql, arguments) else { return nil }
@@ -66,14 +66,14 @@ public final class PostgresSession {
     }
 
     /// The first column of every row (NULLs skipped).
-    public func fetchColumn<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
+    func fetchColumn<Value: SQLDecodable>(_ sql: String, _ arguments: SQLArguments = [], as type: Value.Type = Value.self) throws
         -> [Value]
     {
         try fetchAll(sql, arguments).compactMap { $0[0] as Value? }
     }
 
     /// Runs `body` in a savepoint: if it throws, only its own changes are undone and the error passes on.
-    public func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+    func inSavepoint<T>(_ body: () throws -> T) throws -> T {
         try execute("SAVEPOINT herald_step")
         do {
             let value = try body()
@@ -242,5 +242,27 @@ enum PostgresSQL {
             i += 1
         }
         return (output, values)
+    }
+}
+
+extension PostgresSession: LedgerSession {
+    var dialect: SQLDialect { .postgres }
+
+    func withSavepoint<T>(_ body: () throws -> T) throws -> T { try inSavepoint(body) }
+
+    func executeCached(_ sql: String, _ arguments: SQLArguments) throws -> Int { try execute(sql, arguments) }
+
+    func fetchAllCached(_ sql: String, _ arguments: SQLArguments) throws -> [SQLRow] { try fetchAll(sql, arguments) }
+
+    func fetchOneCached(_ sql: String, _ arguments: SQLArguments) throws -> SQLRow? { try fetchOne(sql, arguments) }
+
+    func keyChecked<T>(constraint: String?, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as PostgresFailure where failure.isUniqueViolation && (constraint == nil || failure.constraint == constraint) {
+            throw PostgresFailure(
+                sqlState: "40001", message: "a concurrent transaction took the key: \(failure.message)", detail: failure.detail,
+                constraint: failure.constraint)
+        }
     }
 }

@@ -1,126 +1,16 @@
 import Foundation
 import HeraldCore
 
+/// PostgreSQL's campaign import: each chunk's rows travel as arrays in one INSERT (the rest of campaigns is
+/// `Ledger/Campaigns.swift`).
 extension PostgresStore {
-    /// The campaign called `name`, created with these settings if it does not exist yet.
-    ///
-    /// - Throws: `ARGUMENT_ERROR` when a campaign of that name exists for another action.
-    public func campaign(
-        named name: String, kind: ActionKind, settings: ActionCodeSettings, rate: Double?, startAt: Date, linkLifetime: TimeInterval?,
-        source: String, now: Date
-    ) throws -> Campaign {
-        let settingsJSON = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
-        return try pool.write { db in
-            if let row = try db.fetchOne("SELECT * FROM campaigns WHERE name = ?", [name]) {
-                let existing = try Records.campaign(row)
-                guard existing.kind == kind else {
-                    throw HeraldError(.argumentError, "campaign '\(name)' already exists for \(existing.kind.rawValue)")
-                }
-                return existing
-            }
-            // A concurrent creation of the same name fails this transaction's serialization (or the UNIQUE
-            // constraint); the retried transaction then finds the campaign above.
-            guard
-                let row = try db.fetchOne(
-                    """
-                    INSERT INTO campaigns (name, action, state, settings, rate, start_at, link_lifetime, source, created_at, updated_at)
-                    VALUES (?, ?, 'active', ?, ?::double precision, ?, ?::double precision, ?, ?, ?)
-                    RETURNING *
-                    """,
-                    [
-                        name, kind.rawValue, settingsJSON, rate, startAt.milliseconds, linkLifetime, source, now.milliseconds,
-                        now.milliseconds,
-                    ])
-            else {
-                throw HeraldError(.notFound, "campaign '\(name)' was not created")
-            }
-            return try Records.campaign(row)
-        }
-    }
-
-    /// The campaign with this id.
-    ///
-    /// - Throws: `NOT_FOUND`.
-    public func campaign(id: Int64) throws -> Campaign {
-        try pool.read { db in
-            guard let row = try db.fetchOne("SELECT * FROM campaigns WHERE id = ?", [id]) else {
-                throw HeraldError(.notFound, "no campaign \(id)")
-            }
-            return try Records.campaign(row)
-        }
-    }
-
-    /// Every campaign, oldest first.
-    public func campaigns() throws -> [Campaign] {
-        try pool.read { db in try db.fetchAll("SELECT * FROM campaigns ORDER BY id").map(Records.campaign) }
-    }
-
-    /// Outbox rows per state for one campaign.
-    public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
-        try pool.read { db in
-            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", [id]))
-        }
-    }
-
-    /// Stops the worker from sending the campaign's rows; they stay queued.
-    public func pause(campaign id: Int64, now: Date) throws {
-        try setState(id, .paused, from: [.active], now: now)
-    }
-
-    /// Lets the worker send again; with a rate, the remaining rows are spaced out from now.
-    ///
-    /// The time spent paused does not count against `worker.maxQueueLifetime`: waiting rows are due from now.
-    public func resume(campaign id: Int64, now: Date) throws {
-        try pool.write { db in
-            try Self.notifyQueued(db)
-            try setState(db, id, .active, from: [.paused, .active], now: now)
-            guard let row = try db.fetchOne("SELECT * FROM campaigns WHERE id = ?", [id]) else {
-                throw HeraldError(.notFound, "no campaign \(id)")
-            }
-            let campaign = try Records.campaign(row)
-            if let rate = campaign.rate {
-                // SQLite's CAST(real AS INTEGER) truncates; PostgreSQL's rounds, hence trunc().
-                try db.execute(
-                    """
-                    WITH ranked AS (
-                        SELECT id, ROW_NUMBER() OVER (ORDER BY next_attempt_at, id) - 1 AS n
-                        FROM outbox WHERE campaign_id = :campaign AND state IN ('queued','deferred'))
-                    UPDATE outbox SET next_attempt_at = GREATEST(outbox.next_attempt_at,
-                        :now::bigint + CAST(trunc(ranked.n * :interval::double precision) AS BIGINT))
-                    FROM ranked WHERE outbox.id = ranked.id
-                    """, ["campaign": id, "now": now.milliseconds, "interval": 1000 / rate])
-            }
-            try db.execute(
-                """
-                UPDATE outbox SET due_at = GREATEST(COALESCE(due_at, 0), :now::bigint, CASE WHEN attempts = 0 THEN next_attempt_at ELSE 0 END)
-                WHERE campaign_id = :campaign AND state IN ('queued','deferred')
-                """, ["campaign": id, "now": now.milliseconds])
-        }
-    }
-
-    /// Cancels the campaign: every row not yet sent becomes `cancelled`; returns how many.
-    @discardableResult
-    public func cancel(campaign id: Int64, now: Date) throws -> Int {
-        try pool.write { db in
-            try setState(db, id, .cancelled, from: [.active, .paused], now: now)
-            return try db.execute(
-                """
-                UPDATE outbox SET state = 'cancelled', updated_at = :now, last_reply = 'cancelled with the campaign'
-                WHERE campaign_id = :campaign AND state IN ('queued','deferred')
-                """, ["campaign": id, "now": now.milliseconds])
-        }
-    }
-
     /// Queues a batch of a campaign's recipients in one durable transaction, up to ``recipientsPerInsert`` rows
     /// per INSERT.
     ///
     /// Each INSERT takes its rows as arrays (`unnest … WITH ORDINALITY`, inserted in order) and skips those
     /// whose address the campaign already has (`ON CONFLICT DO NOTHING`, which also skips an address repeated
     /// within the statement), returning the ids it added. When a chunk inserts fewer rows than it holds (an
-    /// import resumed, or an address twice), each of its rows is looked up: one whose row was added now with
-    /// its own line is imported, one found with its own line that was there already is already imported, and
-    /// one found with another line is a duplicate. The added rows are then moved to their place in the
-    /// schedule, which the skipped rows would otherwise leave gaps in.
+    /// import resumed, or an address twice), its rows are sorted out (`CampaignImport`).
     public func addRecipients(
         _ recipients: [CampaignRecipient], to campaign: Campaign, schedule: inout CampaignSchedule, messageDomain: String, now: Date
     ) throws -> [CampaignAddOutcome] {
@@ -134,7 +24,7 @@ extension PostgresStore {
         // The transaction may run again after a serialization failure: everything it changes starts afresh inside.
         // READ COMMITTED: a recipient already in the campaign is settled by ON CONFLICT, not by a read.
         let (result, nextPosition) = try pool.write(.readCommitted) { db -> ([CampaignAddOutcome], Int64) in
-            try Self.notifyQueued(db)
+            try Self.announceQueued(db)
             var position = startPosition
             var outcomes: [CampaignAddOutcome] = []
             outcomes.reserveCapacity(recipients.count)
@@ -190,13 +80,12 @@ extension PostgresStore {
         return result
     }
 
-    /// The outcome of each row of a chunk that did not insert them all, with the added rows (`added`, the ids
-    /// the chunk's INSERT returned) rescheduled at consecutive positions.
+    /// The outcome of each row of a chunk that did not insert them all (`CampaignImport.sortOut`): the rows it
+    /// added are those whose ids its INSERT returned (`added`). One read finds the chunk's rows, one UPDATE moves them.
     private func sortOut(
         _ chunk: ArraySlice<CampaignRecipient>, added: Set<Int64>, campaign: Int64, _ db: PostgresSession, position: inout Int64,
         due: (Int64) -> Int64, into outcomes: inout [CampaignAddOutcome]
     ) throws {
-        // One row per campaign and address (outbox_campaign_recipient), so the address finds it.
         var existing: [String: (id: Int64, line: Int?)] = [:]
         let addresses = Array(Set(chunk.map(\.email)))
         for row in try db.fetchAll(
@@ -207,22 +96,12 @@ extension PostgresStore {
             let line: Int? = row["source_line"]
             existing[recipient] = (id, line)
         }
+        let moves = CampaignImport.sortOut(
+            chunk, found: { existing[$0] }, added: { added.contains($0) }, position: &position, due: due, into: &outcomes)
+        guard !moves.isEmpty else { return }
         // The new due time per id, the last one winning as with one UPDATE per row.
         var reschedule: [Int64: Int64] = [:]
-        for recipient in chunk {
-            guard let row = existing[recipient.email], row.line == recipient.line else {
-                outcomes.append(.duplicate)
-                continue
-            }
-            guard added.contains(row.id) else {
-                outcomes.append(.alreadyImported)
-                continue
-            }
-            reschedule[row.id] = due(position)
-            position += 1
-            outcomes.append(.imported)
-        }
-        guard !reschedule.isEmpty else { return }
+        for move in moves { reschedule[move.id] = move.due }
         let ids = Array(reschedule.keys)
         let dues = ids.map { reschedule[$0] ?? 0 }
         try db.execute(
@@ -251,44 +130,4 @@ extension PostgresStore {
         ON CONFLICT DO NOTHING
         RETURNING id
         """
-
-    public func setRejected(campaign id: Int64, count: Int, now: Date) throws {
-        try writeDurably { db in
-            try db.execute("UPDATE campaigns SET rejected = ?, updated_at = ? WHERE id = ?", [count, now.milliseconds, id])
-        }
-    }
-
-    public func campaignAccounts(unverifiedOnly: Bool) throws -> [(email: String, displayName: String?)] {
-        try pool.read { db in
-            // COLLATE "C": SQLite's byte order for the tie-break on uid.
-            try db.fetchAll(
-                """
-                SELECT email, display_name FROM accounts
-                WHERE email IS NOT NULL AND disabled = 0 \(unverifiedOnly ? "AND email_verified = 0" : "")
-                ORDER BY created_at, uid COLLATE "C"
-                """
-            ).map { (email: $0["email"] as String, displayName: $0["display_name"] as String?) }
-        }
-    }
-
-    /// Rows already queued for a campaign: where a resumed import continues its schedule.
-    public func importedCount(campaign id: Int64) throws -> Int64 {
-        try pool.read { db in
-            try db.fetchValue("SELECT COUNT(*) FROM outbox WHERE campaign_id = ?", [id], as: Int64.self) ?? 0
-        }
-    }
-
-    private func setState(_ id: Int64, _ state: Campaign.State, from: Set<Campaign.State>, now: Date) throws {
-        try pool.write { db in try setState(db, id, state, from: from, now: now) }
-    }
-
-    private func setState(_ db: PostgresSession, _ id: Int64, _ state: Campaign.State, from: Set<Campaign.State>, now: Date) throws {
-        guard let current = try db.fetchValue("SELECT state FROM campaigns WHERE id = ?", [id], as: String.self) else {
-            throw HeraldError(.notFound, "no campaign \(id)")
-        }
-        guard let known = Campaign.State(rawValue: current), from.contains(known) else {
-            throw HeraldError(.argumentError, "campaign \(id) is \(current); cannot make it \(state.rawValue)")
-        }
-        try db.execute("UPDATE campaigns SET state = ?, updated_at = ? WHERE id = ?", [state.rawValue, now.milliseconds, id])
-    }
 }

@@ -1,71 +1,29 @@
 import Foundation
 import HeraldCore
 
+/// The PostgreSQL machinery of queueing (`Ledger/Enqueue.swift`): READ COMMITTED writes that notify the workers, a
+/// batch's rows in one statement.
 extension PostgresStore {
-    /// Queues one request. The throttle and quota checks and the insert share one transaction; it runs at
-    /// READ COMMITTED with explicit locks rather than SERIALIZABLE, so that requests for different recipients and
-    /// bulk inserts never fail each other's serialization: the throttle's advisory lock on the recipient's key makes
-    /// a second request for it wait and then see the first one's row, and the quota counts by upsert first.
-    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
-        -> Int64
-    {
-        let at = now.milliseconds
-        let key = request.recipient.throttleKey
-        return try pool.write(.readCommitted) { db in
-            try Self.notifyQueued(db)
-            if let throttle {
-                try Self.lockThrottle(db, key: key)
-                try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
-            }
-            if let quota { try Self.charge(db, quota, at: at) }
-            // A row without a bulk key never conflicts, so it is always inserted.
-            let ids = try insert(db, [request], bulkID: nil, encoder: JSONEncoder(), messageDomain: messageDomain, at: at)
-            guard let id = ids.first else {
-                throw HeraldError(.unavailable, "ledger unavailable: the outbox insert returned no id")
-            }
-            return id
+    /// READ COMMITTED: the only checks are the throttle's (under its advisory lock), the quota's (counted by upsert
+    /// first) and the bulk key's uniqueness, which ON CONFLICT settles. Listening workers hear of the mail at commit.
+    func writeQueued<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try write(.locking) { db in
+            try Self.announceQueued(db)
+            return try body(db)
         }
     }
 
-    public func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws
-        -> BulkEnqueueResult
-    {
-        let encoder = JSONEncoder()
-        let at = now.milliseconds
-        let size = max(1, batchSize)
-        var committed = BulkEnqueueResult()
-        var bulkID: Int64?
-        for start in stride(from: 0, to: requests.count, by: size) {
-            let batch = requests[start..<min(start + size, requests.count)]
-            do {
-                // The transaction may run again (a lost serialization race): the bulk id it used is kept only once
-                // it committed, so a rolled-back attempt never leaves the next batch an id that does not exist.
-                let known = bulkID
-                // READ COMMITTED: the only check is the bulk key's uniqueness, which ON CONFLICT settles.
-                let (inserted, usedBulkID) = try pool.write(.readCommitted) { db -> (Int, Int64?) in
-                    try Self.notifyQueued(db)
-                    var id = known
-                    if let bulkKey, id == nil { id = try Self.bulkSend(db, key: bulkKey, at: at) }
-                    let ids = try insert(db, batch, bulkID: id, encoder: encoder, messageDomain: messageDomain, at: at)
-                    return (ids.count, id)
-                }
-                bulkID = usedBulkID
-                committed.newlyQueued += inserted
-                committed.alreadyQueued += batch.count - inserted
-            } catch {
-                throw BulkEnqueueFailure(committed: committed, requested: requests.count, error: error)
-            }
-        }
-        return committed
-    }
-
-    /// The id of the bulk send with this key, recorded on first use (rows refer to it by a small integer).
-    private static func bulkSend(_ db: PostgresSession, key: String, at: Int64) throws -> Int64 {
-        try db.execute("INSERT INTO bulk_sends (key, created_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", [key, at])
-        guard let id = try db.fetchValue("SELECT id FROM bulk_sends WHERE key = ?", [key], as: Int64.self) else {
-            throw HeraldError(.unavailable, "ledger unavailable: bulk send \(key) vanished while it was recorded")
+    static func insertQueued(_ db: PostgresSession, _ request: ActionRequest, _ row: QueuedRow, at: Int64) throws -> Int64 {
+        guard let id = try insert(db, [request], [row], bulkID: nil, at: at).first else {
+            throw HeraldError(.unavailable, "ledger unavailable: the outbox insert returned no id")
         }
         return id
+    }
+
+    static func insertQueued(
+        _ db: PostgresSession, _ requests: ArraySlice<ActionRequest>, _ rows: [QueuedRow], bulkID: Int64?, at: Int64
+    ) throws -> Int {
+        try insert(db, requests, rows, bulkID: bulkID, at: at).count
     }
 
     /// Inserts queued rows, one statement for the whole batch, in the batch's order (ids ascend with it);
@@ -73,9 +31,8 @@ extension PostgresStore {
     ///
     /// The values travel as one array per column (`unnest`); the nullable texts (`new_email`, `display_name`)
     /// travel with a 0/1 array saying which are present, as an array argument cannot hold NULL.
-    private func insert(
-        _ db: PostgresSession, _ requests: some Collection<ActionRequest>, bulkID: Int64?, encoder: JSONEncoder, messageDomain: String,
-        at: Int64
+    private static func insert(
+        _ db: PostgresSession, _ requests: some Collection<ActionRequest>, _ rows: [QueuedRow], bulkID: Int64?, at: Int64
     ) throws -> [Int64] {
         let count = requests.count
         var actions: [String] = []
@@ -86,8 +43,6 @@ extension PostgresStore {
         var locales: [String] = []
         var displayNames: [String] = []
         var hasDisplayName: [Int64] = []
-        var settings: [String] = []
-        var messageIDs: [String] = []
         var recipientKeys: [String] = []
         actions.reserveCapacity(count)
         recipients.reserveCapacity(count)
@@ -97,8 +52,6 @@ extension PostgresStore {
         locales.reserveCapacity(count)
         displayNames.reserveCapacity(count)
         hasDisplayName.reserveCapacity(count)
-        settings.reserveCapacity(count)
-        messageIDs.reserveCapacity(count)
         recipientKeys.reserveCapacity(count)
         for request in requests {
             actions.append(request.kind.rawValue)
@@ -109,8 +62,6 @@ extension PostgresStore {
             locales.append(request.locale.value)
             displayNames.append(request.displayName ?? "")
             hasDisplayName.append(request.displayName == nil ? 0 : 1)
-            settings.append(String(decoding: try encoder.encode(request.settings), as: UTF8.self))
-            messageIDs.append(MessageID.next(domain: messageDomain))
             recipientKeys.append(request.recipient.throttleKey)
         }
         return try db.fetchColumn(
@@ -130,7 +81,7 @@ extension PostgresStore {
             """,
             [
                 actions, recipients, emails, newEmails, hasNewEmail, locales, displayNames, hasDisplayName,
-                settings, messageIDs, recipientKeys, at, bulkID,
+                rows.map(\.settings), rows.map(\.messageID), recipientKeys, at, bulkID,
             ],
             as: Int64.self)
     }

@@ -44,7 +44,7 @@ extension PostgresStore {
 
     /// Tells every listening process that mail was queued; PostgreSQL delivers it when the transaction commits,
     /// once however many rows it queued.
-    static func notifyQueued(_ db: PostgresSession) throws {
+    static func announceQueued(_ db: PostgresSession) throws {
         try db.execute("SELECT pg_notify('\(queuedChannel)', '')")
     }
 

@@ -12,7 +12,7 @@ import HeraldCore
 /// ```swift
 /// let store = try PostgresStore(location: PostgresLocation(url: "postgres://herald@db.internal/herald"))
 /// ```
-public final class PostgresStore: HeraldStore {
+public final class PostgresStore: HeraldStore, LedgerEngine {
     let pool: PostgresPool
     /// The endpoints each state change writes a webhook delivery for.
     let webhooks: WebhookRouting
@@ -36,6 +36,18 @@ public final class PostgresStore: HeraldStore {
     @discardableResult
     func writeDurably<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         try pool.write(.serializable, body)
+    }
+
+    static var dialect: SQLDialect { .postgres }
+
+    /// Reads in one REPEATABLE READ READ ONLY transaction.
+    func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+
+    @discardableResult
+    func write<T>(_ isolation: WriteIsolation, _ body: (PostgresSession) throws -> T) throws -> T {
+        try pool.write(isolation == .serializable ? .serializable : .readCommitted, body)
     }
 
     /// Nothing to do: PostgreSQL checkpoints on its own.

@@ -3,7 +3,7 @@ import Foundation
 /// A value bound to, or read from, a PostgreSQL statement: the few shapes the ledger stores.
 ///
 /// Flags are stored as integers 0/1 (as in the SQLite ledger), so a `Bool` binds as an integer.
-public enum SQLValue: Sendable, Hashable {
+enum SQLValue: Sendable, Hashable {
     case null
     case int(Int64)
     case double(Double)
@@ -15,75 +15,75 @@ public enum SQLValue: Sendable, Hashable {
 }
 
 /// A Swift value that binds as a statement argument.
-public protocol SQLBindable: Sendable {
+protocol SQLBindable: Sendable {
     var sqlValue: SQLValue { get }
 }
 
-extension Int64: SQLBindable { public var sqlValue: SQLValue { .int(self) } }
-extension Int: SQLBindable { public var sqlValue: SQLValue { .int(Int64(self)) } }
-extension Int32: SQLBindable { public var sqlValue: SQLValue { .int(Int64(self)) } }
-extension Double: SQLBindable { public var sqlValue: SQLValue { .double(self) } }
-extension String: SQLBindable { public var sqlValue: SQLValue { .text(self) } }
-extension Substring: SQLBindable { public var sqlValue: SQLValue { .text(String(self)) } }
-extension Bool: SQLBindable { public var sqlValue: SQLValue { .int(self ? 1 : 0) } }
-extension Data: SQLBindable { public var sqlValue: SQLValue { .bytes(self) } }
-extension SQLValue: SQLBindable { public var sqlValue: SQLValue { self } }
+extension Int64: SQLBindable { var sqlValue: SQLValue { .int(self) } }
+extension Int: SQLBindable { var sqlValue: SQLValue { .int(Int64(self)) } }
+extension Int32: SQLBindable { var sqlValue: SQLValue { .int(Int64(self)) } }
+extension Double: SQLBindable { var sqlValue: SQLValue { .double(self) } }
+extension String: SQLBindable { var sqlValue: SQLValue { .text(self) } }
+extension Substring: SQLBindable { var sqlValue: SQLValue { .text(String(self)) } }
+extension Bool: SQLBindable { var sqlValue: SQLValue { .int(self ? 1 : 0) } }
+extension Data: SQLBindable { var sqlValue: SQLValue { .bytes(self) } }
+extension SQLValue: SQLBindable { var sqlValue: SQLValue { self } }
 extension Array: SQLBindable where Element: SQLArrayElement {
-    public var sqlValue: SQLValue { Element.arrayValue(self) }
+    var sqlValue: SQLValue { Element.arrayValue(self) }
 }
 extension Optional: SQLBindable where Wrapped: SQLBindable {
-    public var sqlValue: SQLValue { self?.sqlValue ?? .null }
+    var sqlValue: SQLValue { self?.sqlValue ?? .null }
 }
 
 /// Elements of an array argument (`id = ANY(?)`).
-public protocol SQLArrayElement: Sendable {
+protocol SQLArrayElement: Sendable {
     static func arrayValue(_ values: [Self]) -> SQLValue
 }
 
-extension Int64: SQLArrayElement { public static func arrayValue(_ values: [Int64]) -> SQLValue { .ints(values) } }
-extension String: SQLArrayElement { public static func arrayValue(_ values: [String]) -> SQLValue { .texts(values) } }
+extension Int64: SQLArrayElement { static func arrayValue(_ values: [Int64]) -> SQLValue { .ints(values) } }
+extension String: SQLArrayElement { static func arrayValue(_ values: [String]) -> SQLValue { .texts(values) } }
 
 /// Statement arguments: positional (`?`, `?NNN`, `$N`) from an array literal, or named (`:name`) from a dictionary literal.
-public struct SQLArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
+struct SQLArguments: Sendable, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
     var positional: [SQLValue] = []
     var named: [String: SQLValue] = [:]
 
-    public init() {}
+    init() {}
 
-    public init(_ values: [SQLValue]) { positional = values }
+    init(_ values: [SQLValue]) { positional = values }
 
     /// Named arguments built as neutral values (by code both stores share).
     init(named values: [String: SQLValue]) { named = values }
 
-    public init(arrayLiteral elements: (any SQLBindable)?...) {
+    init(arrayLiteral elements: (any SQLBindable)?...) {
         positional = elements.map { $0?.sqlValue ?? .null }
     }
 
-    public init(dictionaryLiteral elements: (String, (any SQLBindable)?)...) {
+    init(dictionaryLiteral elements: (String, (any SQLBindable)?)...) {
         for (name, value) in elements { named[name] = value?.sqlValue ?? .null }
     }
 
-    public var isEmpty: Bool { positional.isEmpty && named.isEmpty }
+    var isEmpty: Bool { positional.isEmpty && named.isEmpty }
 
-    public static func + (lhs: SQLArguments, rhs: SQLArguments) -> SQLArguments {
+    static func + (lhs: SQLArguments, rhs: SQLArguments) -> SQLArguments {
         var sum = lhs
         sum.positional += rhs.positional
         sum.named.merge(rhs.named) { $1 }
         return sum
     }
 
-    public static func += (lhs: inout SQLArguments, rhs: SQLArguments) { lhs = lhs + rhs }
+    static func += (lhs: inout SQLArguments, rhs: SQLArguments) { lhs = lhs + rhs }
 
-    public mutating func append(_ value: (any SQLBindable)?) { positional.append(value?.sqlValue ?? .null) }
+    mutating func append(_ value: (any SQLBindable)?) { positional.append(value?.sqlValue ?? .null) }
 }
 
 /// A Swift value read from a column; a mismatch is a programming error, reported with the column's name.
-public protocol SQLDecodable {
+protocol SQLDecodable {
     static func decode(_ value: SQLValue) -> Self?
 }
 
 extension Int64: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> Int64? {
+    static func decode(_ value: SQLValue) -> Int64? {
         switch value {
         case .int(let v): v
         case .double(let v): Int64(exactly: v.rounded(.towardZero))
@@ -95,11 +95,11 @@ extension Int64: SQLDecodable {
 }
 
 extension Int: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> Int? { Int64.decode(value).map(Int.init) }
+    static func decode(_ value: SQLValue) -> Int? { Int64.decode(value).map(Int.init) }
 }
 
 extension Double: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> Double? {
+    static func decode(_ value: SQLValue) -> Double? {
         switch value {
         case .int(let v): Double(v)
         case .double(let v): v
@@ -110,7 +110,7 @@ extension Double: SQLDecodable {
 }
 
 extension Bool: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> Bool? {
+    static func decode(_ value: SQLValue) -> Bool? {
         switch value {
         case .bool(let v): v
         case .int(let v): v != 0
@@ -120,7 +120,7 @@ extension Bool: SQLDecodable {
 }
 
 extension String: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> String? {
+    static func decode(_ value: SQLValue) -> String? {
         switch value {
         case .text(let v): v
         case .int(let v): String(v)
@@ -131,36 +131,36 @@ extension String: SQLDecodable {
 }
 
 extension Data: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> Data? {
+    static func decode(_ value: SQLValue) -> Data? {
         if case .bytes(let v) = value { return v }
         return nil
     }
 }
 
 extension SQLValue: SQLDecodable {
-    public static func decode(_ value: SQLValue) -> SQLValue? { value }
+    static func decode(_ value: SQLValue) -> SQLValue? { value }
 }
 
 /// One result row, read by column name (`row["id"] as Int64`, `row["sent_at"] as Int64?`) or position.
-public struct SQLRow: Sendable {
-    public let values: [SQLValue]
+struct SQLRow: Sendable {
+    let values: [SQLValue]
     let columns: SQLColumns
 
-    public func hasColumn(_ name: String) -> Bool { columns.index[name] != nil }
+    func hasColumn(_ name: String) -> Bool { columns.index[name] != nil }
 
-    public var columnNames: [String] { columns.names }
+    var columnNames: [String] { columns.names }
 
-    public subscript(_ index: Int) -> SQLValue { values[index] }
+    subscript(_ index: Int) -> SQLValue { values[index] }
 
     @_disfavoredOverload
-    public subscript<Value: SQLDecodable>(_ name: String) -> Value {
+    subscript<Value: SQLDecodable>(_ name: String) -> Value {
         guard let value: Value = self[name] else {
             preconditionFailure("column \(name) is NULL or not a \(Value.self): \(self.value(name))")
         }
         return value
     }
 
-    public subscript<Value: SQLDecodable>(_ name: String) -> Value? {
+    subscript<Value: SQLDecodable>(_ name: String) -> Value? {
         let value = self.value(name)
         if case .null = value { return nil }
         guard let decoded = Value.decode(value) else {
@@ -170,12 +170,12 @@ public struct SQLRow: Sendable {
     }
 
     @_disfavoredOverload
-    public subscript<Value: SQLDecodable>(_ index: Int) -> Value {
+    subscript<Value: SQLDecodable>(_ index: Int) -> Value {
         guard let value = Value.decode(values[index]) else { preconditionFailure("column \(index) is not a \(Value.self): \(values[index])") }
         return value
     }
 
-    public subscript<Value: SQLDecodable>(_ index: Int) -> Value? {
+    subscript<Value: SQLDecodable>(_ index: Int) -> Value? {
         if case .null = values[index] { return nil }
         return Value.decode(values[index])
     }

@@ -2,90 +2,41 @@ import Foundation
 import GRDB
 import HeraldCore
 
+/// The SQLite machinery of queueing (`Ledger/Enqueue.swift`): the group commit, one cached insert per row.
 extension SQLiteStore {
-    public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) throws
-        -> Int64
-    {
-        let row = try QueuedRow(request, encoder: JSONEncoder(), messageDomain: messageDomain)
-        return try writeDurably { db in try queueOne(db, request, row, throttle: throttle, quota: quota, now: now) }
-    }
-
     /// The async writes wait for the group commit suspended.
     public var suspendsDurableWrites: Bool { true }
 
-    /// The same, suspending the task rather than a thread while the group commit runs.
+    /// `enqueue`, suspending the task rather than a thread while the group commit runs.
     public func enqueue(_ request: ActionRequest, messageDomain: String, throttle: SendThrottle?, quota: SendQuota?, now: Date) async throws
         -> Int64
     {
         let row = try QueuedRow(request, encoder: JSONEncoder(), messageDomain: messageDomain)
-        return try await durable.write { db in try self.queueOne(db, request, row, throttle: throttle, quota: quota, now: now) }
+        return try await durable.write { db in try Self.queueOne(db, request, row, throttle: throttle, quota: quota, now: now) }
     }
 
-    /// What a queued row holds beyond the request's own fields, made before the durable write: the group commit's
-    /// thread runs every request's write in turn, and the settings' JSON was a sixth of its time in the insert.
-    struct QueuedRow: Sendable {
-        let settings: String
-        let messageID: String
-
-        init(_ request: ActionRequest, encoder: JSONEncoder, messageDomain: String) throws {
-            settings = String(decoding: try encoder.encode(request.settings), as: UTF8.self)
-            messageID = MessageID.next(domain: messageDomain)
-        }
+    /// The group commit: concurrent requests share one commit and its fsync.
+    func writeQueued<T>(_ body: (Database) throws -> T) throws -> T {
+        try writeDurably(body)
     }
 
-    /// One request's checks and insert, inside a durable write; returns the row's id.
-    private func queueOne(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, throttle: SendThrottle?, quota: SendQuota?, now: Date)
-        throws -> Int64
-    {
-        let at = now.milliseconds
-        let key = request.recipient.throttleKey
-        if let throttle {
-            try Self.checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))
-        }
-        if let quota { try Self.charge(db, quota, at: at) }
-        // A row without a bulk key never conflicts, so it is always inserted.
+    static func insertQueued(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, at: Int64) throws -> Int64 {
         _ = try insert(db, request, row, bulkID: nil, at: at)
         return db.lastInsertedRowID
     }
 
-    public func enqueue(_ requests: [ActionRequest], bulkKey: String?, messageDomain: String, batchSize: Int, now: Date) throws
-        -> BulkEnqueueResult
+    static func insertQueued(_ db: Database, _ requests: ArraySlice<ActionRequest>, _ rows: [QueuedRow], bulkID: Int64?, at: Int64) throws
+        -> Int
     {
-        let encoder = JSONEncoder()
-        let at = now.milliseconds
-        let size = max(1, batchSize)
-        var committed = BulkEnqueueResult()
-        var bulkID: Int64?
-        for start in stride(from: 0, to: requests.count, by: size) {
-            let batch = requests[start..<min(start + size, requests.count)]
-            do {
-                // Made before the write, as for a single request: the group commit's thread only runs the SQL.
-                let rows = try batch.map { try QueuedRow($0, encoder: encoder, messageDomain: messageDomain) }
-                let inserted = try writeDurably { db in
-                    if let bulkKey, bulkID == nil { bulkID = try Self.bulkSend(db, key: bulkKey, at: at) }
-                    var inserted = 0
-                    for (request, row) in zip(batch, rows) {
-                        if try insert(db, request, row, bulkID: bulkID, at: at) { inserted += 1 }
-                    }
-                    return inserted
-                }
-                committed.newlyQueued += inserted
-                committed.alreadyQueued += batch.count - inserted
-            } catch {
-                throw BulkEnqueueFailure(committed: committed, requested: requests.count, error: error)
-            }
+        var inserted = 0
+        for (request, row) in zip(requests, rows) {
+            if try insert(db, request, row, bulkID: bulkID, at: at) { inserted += 1 }
         }
-        return committed
-    }
-
-    /// The id of the bulk send with this key, recorded on first use (rows refer to it by a small integer).
-    private static func bulkSend(_ db: Database, key: String, at: Int64) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO bulk_sends (key, created_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", arguments: [key, at])
-        return try Int64.fetchOne(db, sql: "SELECT id FROM bulk_sends WHERE key = ?", arguments: [key])!
+        return inserted
     }
 
     /// Inserts one queued row; false when `bulkID` has already queued this recipient.
-    private func insert(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, bulkID: Int64?, at: Int64) throws -> Bool {
+    private static func insert(_ db: Database, _ request: ActionRequest, _ row: QueuedRow, bulkID: Int64?, at: Int64) throws -> Bool {
         try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (action, recipient, email, new_email, locale, display_name, settings,

@@ -86,6 +86,7 @@ public final class SQLiteStore: HeraldStore {
     ///
     /// Concurrent callers share a commit and its fsync (`GroupCommit`): each body runs in its own
     /// savepoint, and each caller returns once the shared commit is on disk.
+    @discardableResult
     func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
         try durable.write(body)
     }
@@ -122,7 +123,20 @@ public final class SQLiteStore: HeraldStore {
     }
 
     /// Reads inside a snapshot; for ledger queries and tests.
+    @discardableResult
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.read(body)
     }
+
+    /// One IMMEDIATE transaction; SQLite's single writer needs no isolation beyond it.
+    @discardableResult
+    func write<T>(_ isolation: WriteIsolation, _ body: (Database) throws -> T) throws -> T {
+        try pool.write(body)
+    }
+}
+
+extension SQLiteStore: LedgerEngine {
+    static var dialect: SQLDialect { .sqlite }
+
+    static func announceQueued(_ db: Database) {}
 }

@@ -9,6 +9,7 @@ extension Int: LedgerValue {}
 extension Double: LedgerValue {}
 extension String: LedgerValue {}
 extension Bool: LedgerValue {}
+extension Data: LedgerValue {}
 
 /// A result row of either store (GRDB's `Row`, the PostgreSQL `SQLRow`), read by column name or position.
 ///
@@ -69,6 +70,14 @@ struct RecordRow<Base: LedgerRow> {
         if let index = positions[name] { return base.value(at: index) }
         return base.value(named: name)
     }
+}
+
+extension RecordRow: LedgerRow {
+    func columnPositions() -> [String: Int] { base.columnPositions() }
+    func value<Value: LedgerValue>(named name: String) -> Value { self[name] }
+    func value<Value: LedgerValue>(named name: String) -> Value? { self[name] }
+    func value<Value: LedgerValue>(at index: Int) -> Value { base.value(at: index) }
+    func value<Value: LedgerValue>(at index: Int) -> Value? { base.value(at: index) }
 }
 
 // MARK: - Arguments

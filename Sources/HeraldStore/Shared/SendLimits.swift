@@ -32,6 +32,21 @@ enum SendLimits {
         }
     }
 
+    /// Records a request answered "sent" but not sent: `action`, `recipient_key`, `reason`, `requested_at`.
+    static let insertSuppressed = "INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) VALUES (?, ?, ?, ?)"
+
+    /// A quota's count of an hour: `scope`, `key`, `hour`.
+    static let quotaCount = "SELECT count FROM send_counts WHERE scope = ? AND key = ? AND hour = ?"
+
+    /// Counts one email against a quota's hour (`scope`, `key`, `hour`).
+    static let countOne = """
+        INSERT INTO send_counts (scope, key, hour, count) VALUES (?, ?, ?, 1)
+        ON CONFLICT (scope, key, hour) DO UPDATE SET count = send_counts.count + 1
+        """
+
+    /// `countOne` answering the count with this email.
+    static let countOneReturning = countOne + "\nRETURNING count"
+
     /// The quotas an email counts against: scope, key and hourly limit of each that applies.
     static func quotas(_ quota: SendQuota) -> [(scope: String, key: String, limit: Int)] {
         [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)].filter { $0.2 > 0 }

@@ -1,8 +1,7 @@
 import Foundation
 import HeraldCore
 
-/// The parts of webhook and link-event writing that are the same on both stores (the SQL building each
-/// payload is the store's own).
+/// The parts of webhook and link-event writing made outside SQL (the statements: `WebhookStatements`).
 enum WebhookPayloads {
     /// A JSON object of the non-nil values, for a payload's `extra`.
     static func extraJSON(_ key: String, _ values: [String: String?]) -> String {
@@ -14,6 +13,15 @@ enum WebhookPayloads {
     /// Who used a link, for a webhook payload's `visitor`.
     static func visitorJSON(_ visitor: Visitor) -> String {
         extraJSON("visitor", ["ip": visitor.ip, "userAgent": visitor.userAgent.map { String($0.prefix(512)) }])
+    }
+
+    /// What follows a PostgreSQL payload's own members: `}`, or `,` and the members of `extra` (a JSON object) with
+    /// its `}` — SQLite's `json_patch` of keys the envelope lacks, which are the only ones callers pass.
+    static func tail(_ extra: String) -> String {
+        let body = extra.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard body.count >= 2, body.hasPrefix("{"), body.hasSuffix("}") else { return "}" }
+        let inner = body.dropFirst().dropLast().trimmingCharacters(in: .whitespacesAndNewlines)
+        return inner.isEmpty ? "}" : ",\(inner)}"
     }
 
     /// 128 random bits in hex.

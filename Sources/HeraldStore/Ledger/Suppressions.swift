@@ -1,25 +1,40 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
+/// The suppression list and what comes back about sent mail (the rules: `FeedbackRules`).
+///
+/// `SQLiteStore` answers `suppressions(emails:)` for itself (`SQLiteStore+Suppressions.swift`): one address through
+/// `QuickReads`, on the request's task (`answersSuppressionsInPlace`).
+extension LedgerEngine {
     /// A query to the server: asked on a blocking thread.
     public var answersSuppressionsInPlace: Bool { false }
 
     public func suppressions(emails: [String]) throws -> [String: Suppression] {
         guard !emails.isEmpty else { return [:] }
-        return try pool.read { db in
-            guard try db.fetchValue("SELECT EXISTS (SELECT 1 FROM suppressions)", as: Bool.self) == true else { return [:] }
-            var found: [String: Suppression] = [:]
+        let now = Date().milliseconds
+        return try read { db in try Self.suppressions(db, emails: emails, at: now) }
+    }
+
+    /// The entries in effect for `emails` at `at`, keyed by address; one probe spares the lookups while the list is empty.
+    static func suppressions(_ db: Session, emails: [String], at: Int64) throws -> [String: Suppression] {
+        guard try db.fetchOneCached("SELECT EXISTS (SELECT 1 FROM suppressions)", []).map({ $0.value(at: 0) as Bool }) == true
+        else { return [:] }
+        var found: [String: Suppression] = [:]
+        switch db.dialect {
+        case .sqlite:
+            // An import's batch: one lookup each, through one statement kept prepared.
+            for email in Set(emails) {
+                if let row = try db.fetchOneCached(lookupSuppression, [email, at]) { found[email] = try Records.suppression(row) }
+            }
+        case .postgres:
             // One statement for all the addresses (email is the key: one row at most each).
-            let rows = try db.fetchAll(
-                "SELECT * FROM suppressions WHERE email = ANY(?::text[]) AND \(Self.inEffect)",
-                [Array(Set(emails)), Date().milliseconds])
-            for row in rows {
+            let (listed, arguments) = db.dialect.oneOf("email", Array(Set(emails)))
+            for row in try db.fetchAll("SELECT * FROM suppressions WHERE \(listed) AND \(inEffect)", arguments + [at]) {
                 let suppression = try Records.suppression(row)
                 found[suppression.email] = suppression
             }
-            return found
         }
+        return found
     }
 
     @discardableResult
@@ -29,20 +44,21 @@ extension PostgresStore {
     }
 
     public func unsuppress(email: String) throws -> Bool {
-        try writeDurably { db in
-            try db.execute("DELETE FROM suppressions WHERE email = ?", [email]) > 0
-        }
+        try writeDurably { db in try db.execute("DELETE FROM suppressions WHERE email = ?", [email]) > 0 }
     }
 
     public func listSuppressions(reason: Suppression.Reason?, after: String?, limit: Int) throws -> [Suppression] {
-        try pool.read { db in
-            try db.fetchAll(
+        let now = Date().milliseconds
+        return try read { db in
+            let d = db.dialect
+            return try db.fetchAll(
                 """
-                SELECT * FROM suppressions WHERE (:reason::text IS NULL OR reason = :reason) AND (:after::text IS NULL OR email > :after)
+                SELECT * FROM suppressions WHERE (\(d.parameter("reason", .text)) IS NULL OR reason = :reason)
+                  AND (\(d.parameter("after", .text)) IS NULL OR email > :after)
                   AND (expires_at IS NULL OR expires_at > :now)
                 ORDER BY email LIMIT :limit
                 """,
-                ["reason": reason?.rawValue, "after": after, "limit": limit, "now": Date().milliseconds]
+                ["reason": reason?.rawValue, "after": after, "limit": limit, "now": now]
             ).map(Records.suppression)
         }
     }
@@ -52,11 +68,9 @@ extension PostgresStore {
     {
         let at = now.milliseconds
         return try writeDurably { db in
-            guard let row = try db.fetchOne("SELECT recipient, state FROM outbox WHERE id = ?", [feedback.outboxID])
-            else { return nil }
+            guard let row = try db.row("SELECT recipient, state FROM outbox WHERE id = ?", [feedback.outboxID]) else { return nil }
             let recipient: String = row["recipient"]
-            let stateText: String = row["state"]
-            var state = OutboxState(rawValue: stateText) ?? .sent
+            var state = OutboxState(rawValue: row["state"]) ?? .sent
             try db.execute(
                 """
                 INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at)
@@ -65,17 +79,16 @@ extension PostgresStore {
                 [feedback.outboxID, recipient, feedback.kind.rawValue, feedback.status, feedback.diagnostic, at])
             if let (next, reply) = FeedbackRules.transition(from: state, feedback) {
                 try db.execute(
-                    "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?", [next.rawValue, reply, at, feedback.outboxID])
+                    "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
+                    [next.rawValue, reply, at, feedback.outboxID])
                 state = next
                 try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRules.webhookExtra(feedback))
             }
             let suppression = try FeedbackRules.suppression(
                 for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
             ) { since in
-                try db.fetchValue(
-                    """
-                    SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?
-                    """,
+                try db.value(
+                    "SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?",
                     [recipient, since], as: Int.self) ?? 0
             }
             guard let entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
@@ -87,12 +100,11 @@ extension PostgresStore {
     public func recordUnsubscribe(outboxID: Int64, now: Date) throws -> FeedbackOutcome? {
         try writeDurably { db in
             guard
-                let row = try db.fetchOne(
+                let row = try db.row(
                     "SELECT recipient, state, campaign_id FROM outbox WHERE id = ? AND campaign_id IS NOT NULL", [outboxID])
             else { return nil }
             let recipient: String = row["recipient"]
             let campaign: Int64 = row["campaign_id"]
-            let state: String = row["state"]
             try db.execute(
                 """
                 INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at)
@@ -101,63 +113,67 @@ extension PostgresStore {
             let entry = Suppression(
                 email: recipient, reason: .unsubscribe, detail: "campaign \(campaign)", outboxID: outboxID, createdAt: now)
             let changed = try Self.suppress(entry, db, now: now)
-            return FeedbackOutcome(recipient: recipient, state: OutboxState(rawValue: state) ?? .sent, suppressed: changed ? entry : nil)
+            return FeedbackOutcome(
+                recipient: recipient, state: OutboxState(rawValue: row["state"]) ?? .sent, suppressed: changed ? entry : nil)
         }
     }
 
     public func unsubscribeTarget(outboxID: Int64) throws -> (email: String, locale: String, campaign: Campaign)? {
-        try pool.read { db in
+        try read { db in
             guard
-                let row = try db.fetchOne(
+                let row = try db.row(
                     """
                     SELECT o.recipient, o.locale AS recipient_locale, c.* FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
                     WHERE o.id = ?
                     """, [outboxID])
             else { return nil }
-            let email: String = row["recipient"]
-            let locale: String = row["recipient_locale"]
-            return (email, locale, try Records.campaign(row))
+            return (row["recipient"], row["recipient_locale"], try Records.campaign(row))
         }
     }
 
     public func feedbackCounts(campaign id: Int64) throws -> [FeedbackCount] {
-        try pool.read { db in
-            // SQLite's `GLOB '[245].[0-9]*'` and `substr(…, instr(…))`: the class is the status up to its second dot.
-            try db.fetchAll(
+        try read { db in
+            try db.rows(
                 """
                 SELECT kind, class, COUNT(*) AS n FROM (
-                    SELECT f.kind, CASE WHEN f.status ~ '^[245]\\.[0-9]'
-                            THEN substring(f.status, 1, strpos(substring(f.status, 3), '.') + 1) END AS class,
-                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint' ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
+                    SELECT f.kind, \(db.dialect.statusClass("f.status")) AS class,
+                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint'
+                            ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
                     FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
                     WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe') AS feedback
                 WHERE latest = 1
                 GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST
                 """, [id]
-            ).compactMap { (row: SQLRow) -> FeedbackCount? in
-                let kind: String = row["kind"]
-                let statusClass: String? = row["class"]
-                let count: Int = row["n"]
-                return MailFeedback.Kind(rawValue: kind).map { FeedbackCount(kind: $0, statusClass: statusClass, count: count) }
+            ).compactMap { row in
+                MailFeedback.Kind(rawValue: row["kind"]).map { FeedbackCount(kind: $0, statusClass: row["class"], count: row["n"]) }
             }
         }
     }
 
     /// An entry that has not lapsed (`?` is the time).
-    static let inEffect = "(expires_at IS NULL OR expires_at > ?)"
+    static var inEffect: String { SuppressionStatements.inEffect }
+
+    /// The entry in effect for an address (`email`, then `now`).
+    static var lookupSuppression: String { SuppressionStatements.lookup }
+
+    /// Whether an entry of `scope` (the column) stops a message: every entry stops campaign mail (`campaignID` not
+    /// nil), an `all` entry every message too; `Suppression.stops(campaign:)` for an entry read as columns.
+    static func suppressionStops(scope: String, campaignID: Int64?) -> Bool {
+        scope == Suppression.Scope.all.rawValue || campaignID != nil
+    }
 
     /// Adds an entry, or replaces one that lapsed, is narrower (`campaigns` → `all`) or temporary where the new
     /// one is for good; true when the list changed. A temporary entry (a soft bounce) never replaces one for
     /// good, so an unsubscribe outlives a full mailbox.
-    static func suppress(_ entry: Suppression, _ db: PostgresSession, now: Date) throws -> Bool {
+    static func suppress(_ entry: Suppression, _ db: Session, now: Date) throws -> Bool {
         let at = now.milliseconds
-        if let existing = try db.fetchOne("SELECT scope, expires_at FROM suppressions WHERE email = ?", [entry.email]) {
+        if let existing = try db.row("SELECT scope, expires_at FROM suppressions WHERE email = ?", [entry.email]) {
             let expires: Int64? = existing["expires_at"]
             guard FeedbackRules.replaces(scope: existing["scope"], expiresAt: expires, with: entry, at: at) else { return false }
             try db.execute("DELETE FROM suppressions WHERE email = ?", [entry.email])
         }
-        // Two writers adding one address race in SERIALIZABLE: the loser's unique violation after its own read is
-        // reported as a serialization failure (40001) and its transaction runs again.
+        // Two writers adding one address race on PostgreSQL in SERIALIZABLE: the loser's unique violation after its
+        // own read is reported as a serialization failure (40001) and its transaction runs again.
         try db.execute(
             """
             INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at, expires_at)
@@ -166,5 +182,22 @@ extension PostgresStore {
             SQLArguments(FeedbackRules.values(entry, at: at)))
         return true
     }
+}
 
+/// The statements' constants, made once (a protocol extension keeps no stored ones): every send looks one address up.
+enum SuppressionStatements {
+    static let inEffect = "(expires_at IS NULL OR expires_at > ?)"
+    static let lookup = "SELECT * FROM suppressions WHERE email = ? AND \(inEffect)"
+}
+
+extension SQLDialect {
+    /// A DSN status's class (`5.1` of `5.1.1`), the status up to its second dot; NULL when it is not one.
+    fileprivate func statusClass(_ status: String) -> String {
+        switch self {
+        case .sqlite:
+            "CASE WHEN \(status) GLOB '[245].[0-9]*' THEN substr(\(status), 1, instr(substr(\(status), 3), '.') + 1) END"
+        case .postgres:
+            "CASE WHEN \(status) ~ '^[245]\\.[0-9]' THEN substring(\(status), 1, strpos(substring(\(status), 3), '.') + 1) END"
+        }
+    }
 }

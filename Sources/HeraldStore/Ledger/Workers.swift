@@ -1,9 +1,9 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
+extension OutboxEngine {
     public func register(_ worker: WorkerProcess) throws {
-        try pool.write { db in
+        try write { db in
             // Stopped workers are kept a day for `herald` operators to read, then forgotten.
             try db.execute("DELETE FROM workers WHERE stopped_at < ?", [worker.startedAt.milliseconds - 86_400_000])
             try db.execute(
@@ -13,20 +13,20 @@ extension PostgresStore {
     }
 
     public func heartbeat(worker id: String, now: Date) throws {
-        try pool.write { db in
+        try write { db -> Void in
             try db.execute("UPDATE workers SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [now.milliseconds, id])
         }
     }
 
     public func deregister(worker id: String, now: Date) throws {
-        try pool.write { db in
+        try write { db -> Void in
             try db.execute("UPDATE workers SET stopped_at = ? WHERE id = ?", [now.milliseconds, id])
         }
     }
 
     public func liveWorkers() throws -> [WorkerProcess] {
-        try pool.read { db in
-            try db.fetchAll("SELECT * FROM workers WHERE stopped_at IS NULL ORDER BY started_at").map { row in
+        try read { db in
+            try db.rows("SELECT * FROM workers WHERE stopped_at IS NULL ORDER BY started_at").map { row in
                 WorkerProcess(
                     id: row["id"], host: row["host"], pid: Int32(truncatingIfNeeded: row["pid"] as Int64),
                     startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]))
@@ -35,10 +35,12 @@ extension PostgresStore {
     }
 
     @discardableResult
-    public func returnOrphans(ofWorker id: String, reason: String, maxAttempts: Int, now: Date) throws -> (interrupted: Int, returned: Int) {
+    public func returnOrphans(ofWorker id: String, reason: String, maxAttempts: Int, now: Date) throws
+        -> (interrupted: Int, returned: Int)
+    {
         let at = now.milliseconds
-        // READ COMMITTED: the orphaned rows are locked (FOR UPDATE) before they are returned.
-        return try pool.write(.readCommitted) { db in
+        // READ COMMITTED on PostgreSQL: the orphaned rows are locked (FOR UPDATE) before they are returned.
+        return try write(.locking) { db in
             try db.execute("UPDATE workers SET stopped_at = ? WHERE id = ? AND stopped_at IS NULL", [at, id])
             // Owners are '<id>/<connection>:<bound>': the range ['<id>/', '<id>0') holds exactly them ('0' follows '/').
             return try returnOrphans(
@@ -48,7 +50,9 @@ extension PostgresStore {
     }
 
     /// The condition on a worker's claim owners, `<id>/<connection>:<bound>`: bound `first` to `<id>/`, `last` to `<id>0`.
-    /// Compared byte by byte (`COLLATE "C"`, SQLite's BINARY): a linguistic collation may ignore the '/' and
-    /// put owners outside the range.
-    static let ownedBy = #"claimed_by >= :first COLLATE "C" AND claimed_by < :last COLLATE "C""#
+    /// Compared byte by byte (SQLite's BINARY, `COLLATE "C"` on PostgreSQL): a linguistic collation may ignore the
+    /// '/' and put owners outside the range.
+    static var ownedBy: String {
+        "claimed_by >= :first\(dialect.bytewise) AND claimed_by < :last\(dialect.bytewise)"
+    }
 }

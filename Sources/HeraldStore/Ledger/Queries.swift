@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
+/// The ledger's read-only queries: messages, attempts, queue status and counts.
+extension LedgerEngine {
     /// Outbox rows in id order, optionally filtered by state and recipient.
     public func messages(state: OutboxState?, email: EmailAddress?, limit: Int?) throws -> [OutboxMessage] {
         var conditions = OutboxConditions()
@@ -9,7 +10,7 @@ extension PostgresStore {
         conditions.email(email)
         let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
         let sql = "SELECT * FROM outbox \(filter) ORDER BY id" + (limit.map { " LIMIT \($0)" } ?? "")
-        return try pool.read { db in
+        return try read { db in
             var cache = Records.MessageDecoding()
             return try db.fetchAll(sql, arguments).map { try Records.message($0, cache: &cache) }
         }
@@ -17,20 +18,20 @@ extension PostgresStore {
 
     /// The recorded attempts of one row, oldest first.
     public func attempts(outboxID: Int64) throws -> [DeliveryAttempt] {
-        try pool.read { db in
+        try read { db in
             try db.fetchAll("SELECT * FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", [outboxID]).map(Records.attempt)
         }
     }
 
     /// How much work is pending and when the next piece is due.
     public func queueStatus() throws -> QueueStatus {
-        try pool.read { db in
-            // LEAST ignores NULLs where SQLite's scalar MIN does not; the COALESCEs make both give the same answer.
+        try read { db in
+            // The COALESCEs make the next due time the earlier of the two, or the one there is.
+            let nextDue = db.dialect.least("COALESCE(s.lease, s.due)", "COALESCE(s.due, s.lease)")
             guard
-                let row = try db.fetchOne(
+                let row = try db.row(
                     """
-                    SELECT s.waiting + s.sending AS pending, s.sending,
-                           LEAST(COALESCE(s.lease, s.due), COALESCE(s.due, s.lease)) AS next_due
+                    SELECT s.waiting + s.sending AS pending, s.sending, \(nextDue) AS next_due
                     FROM (SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('queued','deferred')) AS waiting,
                                  (SELECT COUNT(*) FROM outbox WHERE state = 'sending') AS sending,
                                  (SELECT MIN(lease_until) FROM outbox WHERE state = 'sending') AS lease,
@@ -44,8 +45,25 @@ extension PostgresStore {
 
     /// Counts rows per state.
     public func stateCounts() throws -> [OutboxState: Int] {
-        try pool.read { db in
-            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state"))
+        try read { db in
+            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state", []))
+        }
+    }
+
+    /// One pass over `outbox`, grouped; at most states × actions × (campaigns + 1) rows come back, in SQLite's
+    /// grouping order (by state, action, then campaign with no campaign first).
+    public func outboxCounts() throws -> [OutboxCount] {
+        try read { db in
+            let bytewise = db.dialect.bytewise
+            let rows = try db.rows(
+                """
+                SELECT state, action, campaign_id, COUNT(*) AS n FROM outbox GROUP BY state, action, campaign_id
+                ORDER BY state\(bytewise), action\(bytewise), campaign_id NULLS FIRST
+                """)
+            return rows.compactMap { row in
+                guard let state = OutboxState(rawValue: row["state"]), let kind = ActionKind(rawValue: row["action"]) else { return nil }
+                return OutboxCount(state: state, kind: kind, campaignID: row["campaign_id"], count: row["n"])
+            }
         }
     }
 }

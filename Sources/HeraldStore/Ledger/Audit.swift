@@ -1,17 +1,16 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
-    /// Rows read per statement while streaming: the audit pages through one snapshot (the read transaction is
-    /// REPEATABLE READ) by id, so memory stays bounded however many rows match.
-    private static let auditPageSize = 1000
+/// Rows read per statement while streaming an audit: the audit pages by id through one read transaction's
+/// snapshot (SQLite's, or PostgreSQL's REPEATABLE READ), so memory stays bounded however many rows match.
+private let auditPageSize = 1000
 
+extension LedgerEngine {
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     public func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws {
         let conditions = OutboxConditions.audit(filter, now: now)
         let newestFirst = filter.newestFirst
-        let pageSize = Self.auditPageSize
-        // `expired` is 0/1 (never NULL) so that `expired = 1` reads as on SQLite, where a NULL was not 1 either.
+        // `expired` is 0/1, never NULL: `expired = 1` and the row's `Bool` read alike on both engines.
         func sql(_ conditions: OutboxConditions) -> String {
             """
             SELECT * FROM (
@@ -37,41 +36,40 @@ extension PostgresStore {
                     SELECT m.id FROM mail_feedback m WHERE m.outbox_id = o.id AND m.kind <> 'unsubscribe' ORDER BY m.id DESC LIMIT 1)
             ) AS o
             \(conditions.whereClause)
-            ORDER BY o.id\(newestFirst ? " DESC" : "") LIMIT \(pageSize)
+            ORDER BY o.id\(newestFirst ? " DESC" : "") LIMIT \(auditPageSize)
             """
         }
-        try pool.read { db in
+        try read { db in
             var after: Int64?
             while true {
                 var page = conditions
                 if let after { page.add(newestFirst ? "o.id < :after" : "o.id > :after", ["after": after]) }
                 let rows = try db.fetchAll(sql(page), page.sqlArguments)
                 for row in rows { try each(Records.audit(row)) }
-                guard rows.count == pageSize, let last = rows.last else { return }
-                after = last["id"] as Int64
+                guard rows.count == auditPageSize, let last = rows.last else { return }
+                after = RecordRow(last)["id"] as Int64
             }
         }
     }
 
     /// Streams the account events from `since` to `until`, oldest first, in bounded memory; with an email, only
-    /// those of the account that has it now (any case, as SQLite's `NOCASE` column compared).
+    /// those of the account that has it now (any case).
     public func accountEvents(email: String?, since: Date?, until: Date?, each: (AccountEventRow) throws -> Void) throws {
-        var conditions: [String] = []
-        var arguments: SQLArguments = []
-        if let email {
-            conditions.append("lower(a.email) = lower(?)")
-            arguments.append(email)
-        }
-        if let since {
-            conditions.append("e.at >= ?")
-            arguments.append(since.milliseconds)
-        }
-        if let until {
-            conditions.append("e.at <= ?")
-            arguments.append(until.milliseconds)
-        }
-        let pageSize = Self.auditPageSize
-        try pool.read { db in
+        try read { db in
+            var conditions: [String] = []
+            var arguments: SQLArguments = []
+            if let email {
+                conditions.append(db.dialect.sameAddress("a.email", "?"))
+                arguments.append(email)
+            }
+            if let since {
+                conditions.append("e.at >= ?")
+                arguments.append(since.milliseconds)
+            }
+            if let until {
+                conditions.append("e.at <= ?")
+                arguments.append(until.milliseconds)
+            }
             var after: Int64?
             while true {
                 var page = conditions
@@ -82,12 +80,12 @@ extension PostgresStore {
                 }
                 let sql = """
                     SELECT e.*, a.email FROM account_events e LEFT JOIN accounts a ON a.uid = e.uid
-                    \(page.isEmpty ? "" : "WHERE " + page.joined(separator: " AND ")) ORDER BY e.id LIMIT \(pageSize)
+                    \(page.isEmpty ? "" : "WHERE " + page.joined(separator: " AND ")) ORDER BY e.id LIMIT \(auditPageSize)
                     """
                 let rows = try db.fetchAll(sql, pageArguments)
                 for row in rows { try each(Records.accountEvent(row)) }
-                guard rows.count == pageSize, let last = rows.last else { return }
-                after = last["id"] as Int64
+                guard rows.count == auditPageSize, let last = rows.last else { return }
+                after = RecordRow(last)["id"] as Int64
             }
         }
     }

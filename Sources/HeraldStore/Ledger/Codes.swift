@@ -1,15 +1,15 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
+extension LedgerEngine {
     public func mintCode(
         _ kind: ActionKind, email: String, newEmail: String?, continueURL: String?, lifetime: TimeInterval, now: Date
     ) throws -> ActionCode {
         let code = ActionCode.generateForLedger()
         let at = now.milliseconds
         let expiresAt = at + Int64(lifetime * 1000)
-        try pool.write { db in
-            _ = try db.execute(
+        try write { db in
+            try db.execute(
                 """
                 INSERT INTO action_codes (code_hash, outbox_id, action, email, new_email, continue_url, created_at, expires_at)
                 VALUES (?, NULL, ?, ?, ?, ?, ?, ?)
@@ -20,11 +20,11 @@ extension PostgresStore {
     }
 
     public func code(_ plaintext: String) throws -> CodeRecord? {
-        try pool.read { db in try Self.code(db, plaintext) }
+        try read { db in try Self.code(db, plaintext) }
     }
 
     /// The code with the campaign of the email that carried it.
-    static func code(_ db: PostgresSession, _ plaintext: String) throws -> CodeRecord? {
+    static func code(_ db: Session, _ plaintext: String) throws -> CodeRecord? {
         try db.fetchOne(
             """
             SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
@@ -42,7 +42,7 @@ extension PostgresStore {
             return
         }
         let at = now.milliseconds
-        try pool.write { db in
+        try write { db in
             let recorded = try Self.insertEvent(db, codeID: codeID, kind: kind, visitor: visitor, detail: detail, at: at)
             // A click past the per-code bound is not kept, and is no event either.
             if kind == .click, recorded, let codeID {
@@ -53,20 +53,20 @@ extension PostgresStore {
 
     /// Inserts a link event; false when the code's bound kept it out.
     @discardableResult
-    static func insertEvent(_ db: PostgresSession, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws
-        -> Bool
-    {
+    static func insertEvent(_ db: Session, codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, at: Int64) throws -> Bool {
         let userAgent = visitor.userAgent.map { String($0.prefix(512)) }
         let arguments: SQLArguments = [codeID, kind.rawValue, at, visitor.ip, userAgent, detail]
         guard kind != .redeemed, let codeID else {
             try db.execute("INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail) VALUES (?, ?, ?, ?, ?, ?)", arguments)
             return true
         }
-        // Casts: in `INSERT … SELECT` a NULL argument's type is not taken from the target column.
+        // Typed placeholders: in `INSERT … SELECT` PostgreSQL does not take a NULL argument's type from the column.
+        let d = db.dialect
         let inserted = try db.execute(
             """
             INSERT INTO link_events (code_id, kind, at, ip, user_agent, detail)
-            SELECT ?::bigint, ?::text, ?::bigint, ?::text, ?::text, ?::text
+            SELECT \(d.parameter(.bigint)), \(d.parameter(.text)), \(d.parameter(.bigint)), \(d.parameter(.text)), \
+            \(d.parameter(.text)), \(d.parameter(.text))
             WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM link_events WHERE code_id = ? AND kind <> 'redeemed' LIMIT ?) AS kept) < ?
             """,
             arguments + [codeID, WebhookPayloads.eventsPerCode, WebhookPayloads.eventsPerCode])

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 
-extension PostgresStore {
+extension LedgerEngine {
     public func searchMessages(_ search: MessageSearch, limit: Int) throws -> [OutboxMessage] {
         var conditions = OutboxConditions(arguments: ["limit": limit])
         conditions.state(search.state)
@@ -9,7 +9,7 @@ extension PostgresStore {
         conditions.email(search.email)
         conditions.campaign(search.campaign)
         let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
-        return try pool.read { db in
+        return try read { db in
             var cache = Records.MessageDecoding()
             return try db.fetchAll("SELECT * FROM outbox \(filter) ORDER BY id DESC LIMIT :limit", arguments)
                 .map { try Records.message($0, cache: &cache) }
@@ -17,22 +17,22 @@ extension PostgresStore {
     }
 
     public func history(outboxID id: Int64) throws -> MessageHistory? {
-        try pool.read { db in
-            guard let row = try db.fetchOne("SELECT * FROM outbox WHERE id = ?", [id]) else { return nil }
-            let message = try Records.message(row)
-            let firstQueued = (row["first_queued_at"] as Int64?).map(Date.init(milliseconds:)) ?? message.queuedAt
+        try read { db in
+            guard let plain = try db.fetchOne("SELECT * FROM outbox WHERE id = ?", [id]) else { return nil }
+            let message = try Records.message(plain)
+            let firstQueued = (RecordRow(plain)["first_queued_at"] as Int64?).map(Date.init(milliseconds:)) ?? message.queuedAt
             var events = [MessageHistory.Event(kind: "queued", at: firstQueued)]
-            events += try db.fetchAll(
+            events += try db.rows(
                 "SELECT finished_at, outcome, reply_code, reply_text FROM delivery_attempts WHERE outbox_id = ? ORDER BY id", [id]
             ).map { row in
                 MessageHistory.Event(
                     kind: "attempt", at: Date(milliseconds: row["finished_at"]), outcome: row["outcome"] as String?,
                     replyCode: row["reply_code"] as Int?, detail: row["reply_text"] as String?)
             }
-            events += try db.fetchAll("SELECT kind, actor, at FROM outbox_events WHERE outbox_id = ? ORDER BY id", [id]).map { row in
+            events += try db.rows("SELECT kind, actor, at FROM outbox_events WHERE outbox_id = ? ORDER BY id", [id]).map { row in
                 MessageHistory.Event(kind: row["kind"] as String, at: Date(milliseconds: row["at"]), outcome: row["actor"] as String?)
             }
-            events += try db.fetchAll(
+            events += try db.rows(
                 """
                 SELECT e.kind, e.at, e.detail FROM link_events e JOIN action_codes c ON c.id = e.code_id
                 WHERE c.outbox_id = ? ORDER BY e.id
@@ -40,7 +40,7 @@ extension PostgresStore {
             ).map { row in
                 MessageHistory.Event(kind: row["kind"] as String, at: Date(milliseconds: row["at"]), detail: row["detail"] as String?)
             }
-            events += try db.fetchAll(
+            events += try db.rows(
                 "SELECT kind, status, diagnostic, received_at FROM mail_feedback WHERE outbox_id = ? ORDER BY id", [id]
             ).map { row in
                 MessageHistory.Event(
@@ -56,12 +56,13 @@ extension PostgresStore {
     public func sendActivity(since: Date) throws -> [SendActivity] {
         let bucket = Int64(SendActivity.bucketSeconds * 1000)
         let since = since.milliseconds
-        return try pool.read { db in
-            let first = try firstAttempt(finishedAtOrAfter: since, db)
-            return try db.fetchAll(
+        return try read { db in
+            let first = try Self.firstAttempt(finishedAtOrAfter: since, db)
+            let dialect = db.dialect
+            return try db.rows(
                 """
-                SELECT finished_at / :bucket::bigint AS bucket, outcome,
-                       CASE WHEN reply_code IS NULL THEN 'connection' ELSE (reply_code / 100)::text || 'xx' END AS class,
+                SELECT finished_at / \(dialect.parameter("bucket", .bigint)) AS bucket, outcome,
+                       CASE WHEN reply_code IS NULL THEN 'connection' ELSE \(dialect.text("reply_code / 100")) || 'xx' END AS class,
                        COUNT(*) AS n
                 FROM delivery_attempts WHERE id >= :first AND finished_at >= :since
                 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
@@ -78,16 +79,16 @@ extension PostgresStore {
     /// The first attempt id worth reading for attempts finished at or after `since`: a binary search over ids,
     /// which grow with time (finish times are out of order only among concurrent connections, so the search
     /// starts a minute early), instead of an index on `finished_at` that every send would pay for.
-    private func firstAttempt(finishedAtOrAfter since: Int64, _ db: PostgresSession) throws -> Int64 {
+    static func firstAttempt(finishedAtOrAfter since: Int64, _ db: Session) throws -> Int64 {
         let target = since - 60_000
-        guard let bounds = try db.fetchOne("SELECT MIN(id) AS low, MAX(id) AS high FROM delivery_attempts"),
+        guard let bounds = try db.row("SELECT MIN(id) AS low, MAX(id) AS high FROM delivery_attempts"),
             var low = bounds["low"] as Int64?, var high = bounds["high"] as Int64?
         else { return 0 }
         while low < high {
             let middle = low + (high - low) / 2
             let finished =
-                try db.fetchValue(
-                    "SELECT finished_at FROM delivery_attempts WHERE id >= ? ORDER BY id LIMIT 1", [middle], as: Int64.self) ?? Int64.max
+                try db.value("SELECT finished_at FROM delivery_attempts WHERE id >= ? ORDER BY id LIMIT 1", [middle], as: Int64.self)
+                ?? Int64.max
             if finished < target { low = middle + 1 } else { high = middle }
         }
         return low
