@@ -47,7 +47,14 @@ public struct Suppression: Sendable, Hashable, Codable {
     }
 
     /// Whether this suppression stops an email of a campaign (`campaign`) or a transactional one.
-    public func stops(campaign: Bool) -> Bool { scope == .all || campaign }
+    public func stops(campaign: Bool) -> Bool { scope.stops(campaign: campaign) }
+}
+
+extension Suppression.Scope {
+    /// Whether an entry of this scope stops an email of a campaign (`campaign`) or a transactional one: every entry
+    /// stops campaign mail, an `all` entry every email. The one spelling of the rule, for the rulebook's checks and
+    /// the claim's.
+    public func stops(campaign: Bool) -> Bool { self == .all || campaign }
 }
 
 extension Suppression.Reason {

@@ -93,19 +93,19 @@ extension LedgerEngine {
     ) throws {
         // An aggregate without GROUP BY always returns its one row.
         guard let row = try db.fetchOneCached(query.sql, SQLArguments(query.values)).map({ RecordRow($0) }) else { return }
-        try SendLimits.checkCooldown(throttle, key: key, at: at, sent: row["sent"], latest: row["latest"])
+        try SendRules.checkCooldown(throttle, key: key, at: at, sent: row["sent"], latest: row["latest"])
     }
 
     /// Counts one email against the project's and the account's hourly quotas, refusing it if either is spent.
     static func charge(_ db: Session, _ quota: SendQuota, at: Int64) throws {
         let hour = at / 3_600_000
-        let limits = SendLimits.quotas(quota)
+        let limits = SendRules.quotas(quota)
         switch db.dialect {
         case .sqlite:
             // Checks every quota before counting: the single writer reads counts no one else is changing.
             for (scope, key, limit) in limits {
                 let count = try db.fetchOneCached(SendLimits.quotaCount, [scope, key, hour]).map { $0.value(at: 0) as Int } ?? 0
-                try SendLimits.checkQuota(scope: scope, key: key, limit: limit, count: count)
+                try SendRules.checkQuota(scope: scope, key: key, limit: limit, count: count)
             }
             for (scope, key, _) in limits { try db.executeCached(SendLimits.countOne, [scope, key, hour]) }
         case .postgres:
@@ -114,7 +114,7 @@ extension LedgerEngine {
             // rolls its own count back.
             for (scope, key, limit) in limits {
                 let counted = try db.value(SendLimits.countOneReturning, [scope, key, hour], as: Int.self) ?? 1
-                try SendLimits.checkQuota(scope: scope, key: key, limit: limit, count: counted - 1)
+                try SendRules.checkQuota(scope: scope, key: key, limit: limit, count: counted - 1)
             }
         }
     }

@@ -82,7 +82,7 @@ extension LedgerEngine {
                     "UPDATE outbox SET state = ?, last_reply = ?, updated_at = ? WHERE id = ?",
                     [next.rawValue, reply, at, feedback.outboxID])
                 state = next
-                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRules.webhookExtra(feedback))
+                try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRows.webhookExtra(feedback))
             }
             let suppression = try FeedbackRules.suppression(
                 for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
@@ -156,10 +156,10 @@ extension LedgerEngine {
     /// The entry in effect for an address (`email`, then `now`).
     static var lookupSuppression: String { SuppressionStatements.lookup }
 
-    /// Whether an entry of `scope` (the column) stops a message: every entry stops campaign mail (`campaignID` not
-    /// nil), an `all` entry every message too; `Suppression.stops(campaign:)` for an entry read as columns.
+    /// Whether an entry of `scope` (the column) stops a message (`Suppression.Scope.stops(campaign:)`); a scope this
+    /// version does not know stops campaign mail only.
     static func suppressionStops(scope: String, campaignID: Int64?) -> Bool {
-        scope == Suppression.Scope.all.rawValue || campaignID != nil
+        Suppression.Scope(rawValue: scope)?.stops(campaign: campaignID != nil) ?? (campaignID != nil)
     }
 
     /// Adds an entry, or replaces one that lapsed, is narrower (`campaigns` → `all`) or temporary where the new
@@ -179,7 +179,7 @@ extension LedgerEngine {
             INSERT INTO suppressions (email, reason, scope, detail, outbox_id, created_at, updated_at, expires_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            SQLArguments(FeedbackRules.values(entry, at: at)))
+            SQLArguments(FeedbackRows.values(entry, at: at)))
         return true
     }
 }

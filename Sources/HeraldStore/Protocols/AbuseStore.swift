@@ -2,35 +2,7 @@ import Foundation
 import HeraldCore
 import NIOPosix
 
-/// The hourly quotas on app-initiated email, counted in the ledger (`send_counts`) so they survive restarts.
-public struct SendQuota: Sendable, Hashable {
-    /// Emails per hour for the whole project; 0 is no limit.
-    public var projectPerHour: Int
-    /// Emails per hour about one account; 0 is no limit.
-    public var accountPerHour: Int
-    /// The account the request is about: its uid, or a hash of the address when it has no account.
-    public var accountKey: String
 
-    public init(projectPerHour: Int, accountPerHour: Int, accountKey: String) {
-        self.projectPerHour = projectPerHour
-        self.accountPerHour = accountPerHour
-        self.accountKey = accountKey
-    }
-}
-
-/// A request a limit refused: which counter, for which key (as the ledger keeps it), and the answer.
-public struct LimitRefusal: Error, Sendable {
-    /// `recipient`, `account`, `project` (or `ip`, refused before the ledger).
-    public let counter: String
-    public let key: String
-    public let error: HeraldError
-
-    public init(counter: String, key: String, error: HeraldError) {
-        self.counter = counter
-        self.key = key
-        self.error = error
-    }
-}
 
 /// One row of `abuse_counts`: how many requests a counter saw for a key in one hour.
 public struct AbuseCount: Sendable, Hashable {

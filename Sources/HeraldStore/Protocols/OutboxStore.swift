@@ -2,16 +2,6 @@ import Foundation
 import HeraldCore
 import NIOPosix
 
-/// Per-recipient limits on transactional mail: a cooldown between two emails of one action and a cap per 24 hours.
-public struct SendThrottle: Sendable, Hashable {
-    public var cooldown: TimeInterval
-    public var dailyCap: Int
-
-    public init(cooldown: TimeInterval, dailyCap: Int) {
-        self.cooldown = cooldown
-        self.dailyCap = dailyCap
-    }
-}
 
 /// The outbox: queueing requests, and the worker's claim → record / release cycle.
 public protocol OutboxStore: WorkerRegistry {

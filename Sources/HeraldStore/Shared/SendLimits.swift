@@ -24,13 +24,6 @@ enum SendLimits {
         )
     }
 
-    /// Refuses a request inside the cooldown or over the daily cap, from the cooldown query's `sent` and `latest`.
-    static func checkCooldown(_ throttle: SendThrottle, key: String, at: Int64, sent: Int, latest: Int64?) throws {
-        let coolingDown = latest.map { at - $0 < Int64(throttle.cooldown * 1000) } ?? false
-        if coolingDown || sent >= throttle.dailyCap {
-            throw LimitRefusal(counter: "recipient", key: EmailAddress.ledgerKey(key), error: HeraldError(.tooManyAttempts, ""))
-        }
-    }
 
     /// Records a request answered "sent" but not sent: `action`, `recipient_key`, `reason`, `requested_at`.
     static let insertSuppressed = "INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) VALUES (?, ?, ?, ?)"
@@ -46,19 +39,6 @@ enum SendLimits {
 
     /// `countOne` answering the count with this email.
     static let countOneReturning = countOne + "\nRETURNING count"
-
-    /// The quotas an email counts against: scope, key and hourly limit of each that applies.
-    static func quotas(_ quota: SendQuota) -> [(scope: String, key: String, limit: Int)] {
-        [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)].filter { $0.2 > 0 }
-    }
-
-    /// Refuses an email over a quota that has counted `count` this hour.
-    static func checkQuota(scope: String, key: String, limit: Int, count: Int) throws {
-        if count >= limit {
-            let error = HeraldError(scope == "project" ? .quotaExceeded : .tooManyAttempts, "")
-            throw LimitRefusal(counter: scope, key: key, error: error)
-        }
-    }
 
     /// The statements `pruneEvents` runs, each deleting at most 10,000 rows, with its one argument.
     static func pruneStatements(before: Date) -> [(sql: String, value: Int64)] {

@@ -1,28 +1,21 @@
 import Foundation
-import HeraldCore
 
-/// What a bounce, complaint or unsubscribe does to the outbox row and the suppression list, the same on both
-/// stores (each store reads and writes the rows).
-enum FeedbackRules {
+/// What a bounce, complaint or unsubscribe does to its outbox row and to the suppression list: the rules every
+/// ledger applies when it records one (the ledger reads and writes the rows).
+public enum FeedbackRules {
     /// The state a report moves a row in `state` to, and its `last_reply`; nil when the row is left alone (a report
     /// about mail Herald still holds, a late bounce of an earlier attempt, is kept, not applied to the row; a
     /// complaint outranks a bounce).
-    static func transition(from state: OutboxState, _ feedback: MailFeedback) -> (state: OutboxState, reply: String)? {
+    public static func transition(from state: OutboxState, _ feedback: MailFeedback) -> (state: OutboxState, reply: String)? {
         let next: OutboxState = feedback.kind == .complaint ? .complained : .bounced
         guard state == .sent || (state == .bounced && next == .complained) else { return nil }
         let reply = "\(next.rawValue) (\(feedback.kind.rawValue)): \(feedback.diagnostic)"
         return (next, String(reply.prefix(1000)))
     }
 
-    /// The `extra` of the `bounced` webhook a report emits.
-    static func webhookExtra(_ feedback: MailFeedback) -> String {
-        WebhookPayloads.extraJSON(
-            "feedback", ["kind": feedback.kind.rawValue, "status": feedback.status, "diagnostic": String(feedback.diagnostic.prefix(1000))])
-    }
-
     /// The entry a report adds to the suppression list, if any; `recentSoft` counts the messages soft-bounced for
     /// `recipient` since a time (Unix milliseconds), and is asked only for a soft bounce.
-    static func suppression(
+    public static func suppression(
         for feedback: MailFeedback, recipient: String, softLimit: Int, softWindow: TimeInterval, now: Date,
         recentSoft: (_ since: Int64) throws -> Int
     ) throws -> Suppression? {
@@ -48,21 +41,11 @@ enum FeedbackRules {
     /// Whether `entry` replaces the address's existing entry (its `scope` and `expires_at`): one that lapsed, is
     /// narrower (`campaigns` → `all`) or temporary where the new one is for good. A temporary entry (a soft
     /// bounce) never replaces one for good, so an unsubscribe outlives a full mailbox.
-    static func replaces(scope: String, expiresAt expires: Int64?, with entry: Suppression, at: Int64) -> Bool {
+    public static func replaces(scope: String, expiresAt expires: Int64?, with entry: Suppression, at: Int64) -> Bool {
         let lapsed = expires.map { $0 <= at } ?? false
         let wider = scope == Suppression.Scope.campaigns.rawValue && entry.scope == .all
         let lasting = expires != nil && entry.expiresAt == nil
         let temporaryOverPermanent = expires == nil && entry.expiresAt != nil
         return lapsed || lasting || (wider && !temporaryOverPermanent)
-    }
-
-    /// The values of a `suppressions` row, in the order `email, reason, scope, detail, outbox_id, created_at,
-    /// updated_at, expires_at`.
-    static func values(_ entry: Suppression, at: Int64) -> [SQLValue] {
-        let values: [(any SQLBindable)?] = [
-            entry.email, entry.reason.rawValue, entry.scope.rawValue, entry.detail, entry.outboxID, entry.createdAt.milliseconds,
-            at, entry.expiresAt?.milliseconds,
-        ]
-        return values.map { $0?.sqlValue ?? .null }
     }
 }
