@@ -2,8 +2,6 @@ import Foundation
 import HeraldCore
 import NIOPosix
 
-
-
 /// One row of `abuse_counts`: how many requests a counter saw for a key in one hour.
 public struct AbuseCount: Sendable, Hashable {
     public var counter: String

@@ -2,7 +2,6 @@ import Foundation
 import HeraldCore
 import NIOPosix
 
-
 /// The outbox: queueing requests, and the worker's claim → record / release cycle.
 public protocol OutboxStore: WorkerRegistry {
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.

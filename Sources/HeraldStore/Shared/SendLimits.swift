@@ -24,7 +24,6 @@ enum SendLimits {
         )
     }
 
-
     /// Records a request answered "sent" but not sent: `action`, `recipient_key`, `reason`, `requested_at`.
     static let insertSuppressed = "INSERT INTO suppressed_sends (action, recipient_key, reason, requested_at) VALUES (?, ?, ?, ?)"
 
