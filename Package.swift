@@ -53,25 +53,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Mustache", package: "swift-mustache"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "HeraldHTTPClient", dependencies: ["CCurlShim", "HeraldCore"], swiftSettings: swiftSettings),
         .target(
             name: "HeraldStore",
             dependencies: [
                 "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "HeraldActions",
             dependencies: [
-                "HeraldCore", "HeraldMail", "HeraldStore",
+                "HeraldCore", "HeraldHTTPClient", "HeraldMail", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -83,9 +83,30 @@ let package = Package(
         .target(
             name: "HeraldWorker",
             dependencies: [
-                "HeraldCore", "HeraldMail", "HeraldStore",
+                "HeraldCore", "HeraldHTTPClient", "HeraldMail", "HeraldStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldMetrics",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldInbound",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -93,13 +114,12 @@ let package = Package(
         .target(
             name: "HeraldServer",
             dependencies: [
-                "HeraldActions", "HeraldCore", "HeraldMail",
+                "HeraldActions", "HeraldCore", "HeraldMail", "HeraldMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -107,7 +127,6 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             resources: [.embedInCode("OpenAPI/openapi.json")],
             swiftSettings: swiftSettings
@@ -115,7 +134,8 @@ let package = Package(
         .target(
             name: "HeraldCLI",
             dependencies: [
-                "HeraldActions", "HeraldCore", "HeraldMail", "HeraldStore", "HeraldWorker", "HeraldServer",
+                "HeraldActions", "HeraldCore", "HeraldInbound", "HeraldMail", "HeraldMetrics", "HeraldServer", "HeraldStore",
+                "HeraldWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -132,10 +152,14 @@ let package = Package(
             dependencies: ["HeraldCLI"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldCoreTests",
+            dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldMailTests",
-            dependencies: ["HeraldMail", "HeraldCore"],
+            dependencies: ["HeraldMail", "HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -166,10 +190,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "HeraldServerTests",
+            name: "HeraldInboundTests",
             dependencies: [
-                "HeraldServer", "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "HeraldInbound",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -178,8 +201,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldServer", "HeraldActions", "HeraldStore", "HeraldMail", "HeraldCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldCLI", "HeraldCore"],
+            dependencies: ["HeraldCLI", "HeraldCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
     ]

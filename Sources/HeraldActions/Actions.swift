@@ -15,7 +15,7 @@ import Synchronization
 /// `async` ones (`send` among them) hop to a blocking thread themselves where they must.
 ///
 /// ```swift
-/// let actions = try Actions(configuration: configuration, store: store, composer: composer)
+/// let actions = Actions(configuration: configuration, store: store, composer: composer, testSend: delivery.deliver)
 /// let sent = try actions.send(SendRequest(kind: .resetPassword, email: "ada@example.com"), as: .admin)
 /// ```
 public final class Actions: Sendable {
@@ -61,11 +61,17 @@ public final class Actions: Sendable {
     let jwks = JWKSCache()
     /// Refused requests on their way to the ledger's `abuse_counts`.
     let tally = AbuseTally()
+    /// Takes the console's test messages to the relay now and returns its answer (the worker's `SingleDelivery`).
+    let testSend: @Sendable (MessageComposer.Composed) throws -> DeliveryResult
 
-    public init(configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer, logger: Logger = Logger(label: "herald")) {
+    public init(
+        configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer,
+        testSend: @escaping @Sendable (MessageComposer.Composed) throws -> DeliveryResult, logger: Logger = Logger(label: "herald")
+    ) {
         self.configuration = configuration
         self.store = store
         self.composer = composer
+        self.testSend = testSend
         messageDomain = String(composer.from.address.domain)
         verp = composer.verp
         unsubscribeTokens = composer.unsubscribeTokens

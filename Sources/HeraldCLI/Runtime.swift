@@ -5,6 +5,7 @@ import HeraldActions
 import HeraldCore
 import HeraldMail
 import HeraldStore
+import HeraldWorker
 import Logging
 import Synchronization
 
@@ -55,7 +56,20 @@ struct Runtime {
         var configuration = configuration
         configuration.server.emulatorMode = false
         return try Actions(
-            configuration: configuration, store: openStore(), composer: composer(creatingMailKey: creatingMailKey), logger: logger)
+            configuration: configuration, store: openStore(), composer: composer(creatingMailKey: creatingMailKey), testSend: testSend,
+            logger: logger)
+    }
+
+    /// Opens the given number of SMTP connections to `smtp.url` as one dispatcher: the worker's lanes.
+    var makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher {
+        let settings = SMTPSettings(configuration.smtp)
+        return { lanes in try CurlSMTPDispatcher(settings: settings, lanes: lanes) }
+    }
+
+    /// The console's test sends, through a dispatcher of the worker's own kind (`SingleDelivery`).
+    var testSend: @Sendable (MessageComposer.Composed) throws -> DeliveryResult {
+        let delivery = SingleDelivery(configuration: configuration, makeDispatcher: makeDispatcher)
+        return { composed in try delivery.deliver(composed) }
     }
 
     /// `creatingMailKey: false` is for `herald bounces ingest`, which only reads bounce addresses: a key made

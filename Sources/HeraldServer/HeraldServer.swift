@@ -1,5 +1,6 @@
 import HeraldActions
 import HeraldCore
+import HeraldMetrics
 import Hummingbird
 import Logging
 

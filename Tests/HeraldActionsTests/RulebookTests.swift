@@ -3,6 +3,7 @@ import HeraldActions
 import HeraldCore
 import HeraldMail
 import HeraldStore
+import Synchronization
 import Testing
 
 /// A fresh rulebook over a real ledger (a SQLite file by default), in either account-ownership mode.
@@ -10,6 +11,8 @@ struct Rulebook {
     let actions: Actions
     let store: any HeraldStore
     let directory: URL
+    /// The console's test messages, answered `250` here instead of by a relay.
+    let relay = TestRelay()
 
     init(owner: HeraldConfiguration.Accounts.Owner = .herald, ledger: TestLedger = .sqlite, _ change: (inout HeraldConfiguration) -> Void = { _ in })
         throws
@@ -24,14 +27,28 @@ struct Rulebook {
         change(&configuration)
         store = try ledger.open(directory)
         let templates = try TemplateLibrary(directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
+        let relay = relay
         actions = Actions(
-            configuration: configuration, store: store, composer: try MessageComposer(configuration: configuration, templates: templates))
+            configuration: configuration, store: store, composer: try MessageComposer(configuration: configuration, templates: templates),
+            testSend: { composed in relay.take(composed) })
     }
 
     func file(_ name: String, _ text: String) throws -> String {
         let path = directory.appendingPathComponent(name).path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
+    }
+}
+
+/// Stands in for the worker's `SingleDelivery`: keeps each message it is handed and accepts it.
+final class TestRelay: Sendable {
+    private let taken = Mutex<[MessageComposer.Composed]>([])
+
+    var messages: [MessageComposer.Composed] { taken.withLock { $0 } }
+
+    func take(_ message: MessageComposer.Composed) -> DeliveryResult {
+        taken.withLock { $0.append(message) }
+        return DeliveryResult(outcome: .sent, replyCode: 250, replyText: "2.0.0 Ok: queued")
     }
 }
 
@@ -117,6 +134,31 @@ func code(of call: () throws -> Void) -> String? {
         }
         #expect(link.contains("oobCode=\(plaintext)"))
         #expect(try rulebook.store.stateCounts().isEmpty)
+    }
+}
+
+/// The console's test send: the sample message goes to the injected sender (the worker's path to the relay), never
+/// to the outbox, and suppressed or invalid addresses never reach it.
+@Suite struct TemplateTestSendTests {
+    @Test func theSampleMessageGoesToTheRelayAndItsAnswerComesBack() throws {
+        let rulebook = try Rulebook()
+        let result = try rulebook.actions.sendTemplateTest(.resetPassword, locale: try LocaleTag("en"), to: "ada@example.com")
+        #expect(result == DeliveryResult(outcome: .sent, replyCode: 250, replyText: "2.0.0 Ok: queued"))
+        let messages = rulebook.relay.messages
+        #expect(messages.map(\.recipient) == ["ada@example.com"])
+        let to = messages.flatMap { String(decoding: $0.bytes, as: UTF8.self).components(separatedBy: "\r\n").filter { $0.hasPrefix("To: ") } }
+        #expect(to.count == 1 && to[0].contains("ada@example.com"))
+        #expect(try rulebook.store.stateCounts().isEmpty)
+    }
+
+    @Test func suppressedAndInvalidAddressesAreRefusedBeforeTheRelay() throws {
+        let rulebook = try Rulebook()
+        try rulebook.actions.suppress(emails: ["gone@example.com"], reason: .hardBounce)
+        let english = try LocaleTag("en")
+        let suppressed = code { _ = try rulebook.actions.sendTemplateTest(.verifyEmail, locale: english, to: "gone@example.com") }
+        #expect(suppressed == "RECIPIENT_SUPPRESSED")
+        #expect(code { _ = try rulebook.actions.sendTemplateTest(.verifyEmail, locale: english, to: "not an address") } == "INVALID_EMAIL")
+        #expect(rulebook.relay.messages.isEmpty)
     }
 }
 

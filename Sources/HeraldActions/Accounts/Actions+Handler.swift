@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldMail
+import HeraldHTTPClient
 
 /// What the hosted sign-in handler answers the browser.
 public enum HandlerAnswer: Sendable {

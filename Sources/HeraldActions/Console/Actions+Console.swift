@@ -64,8 +64,8 @@ extension Actions {
     }
 
     /// Sends the sample message of an action in a locale to `recipient` through the configured relay, on one
-    /// short-lived connection, and returns the relay's answer. Nothing enters the outbox: the message carries
-    /// no working link. Addresses suppressed for all mail are refused.
+    /// short-lived connection (`testSend`: the worker's way to SMTP), and returns the relay's answer. Nothing
+    /// enters the outbox: the message carries no working link. Addresses suppressed for all mail are refused.
     ///
     /// - Throws: `INVALID_EMAIL`; `RECIPIENT_SUPPRESSED` naming the reason.
     public func sendTemplateTest(
@@ -76,15 +76,7 @@ extension Actions {
             throw HeraldError(.recipientSuppressed, "\(address.value) is suppressed (\(suppression.reason.rawValue))")
         }
         let composed = try composer.compose(try composer.sampleInput(kind, locale: locale, links: configuration.links, to: address))
-        let settings = SMTPSettings(configuration.smtp)
-        let dispatcher = try CurlSMTPDispatcher(settings: settings, lanes: 1)
-        defer { dispatcher.close() }
-        dispatcher.start(lane: 0, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
-        let deadline = Date().addingTimeInterval(configuration.smtp.connectTimeout + configuration.smtp.timeout + 5)
-        while Date() < deadline {
-            if let finished = dispatcher.poll(timeout: 0.25).first { return finished.result }
-        }
-        return DeliveryResult(outcome: .connection, replyCode: nil, replyText: "no answer from the relay in time")
+        return try testSend(composed)
     }
 }
 

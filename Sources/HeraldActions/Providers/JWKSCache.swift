@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldMail
+import HeraldHTTPClient
 import JWTKit
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldMail
+import HeraldHTTPClient
 
 /// Twitter's side of OAuth 1.0a under the app's consumer key and secret: checking an access token and secret
 /// with `account/verify_credentials`, and the three-legged exchange of the hosted sign-in handler

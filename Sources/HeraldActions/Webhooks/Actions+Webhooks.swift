@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldMail
+import HeraldHTTPClient
 import HeraldStore
 
 /// One configured endpoint beside what the ledger holds for it.

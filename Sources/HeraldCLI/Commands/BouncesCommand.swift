@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import HeraldActions
 import HeraldCore
+import HeraldInbound
 import HeraldMail
-import HeraldServer
 import Logging
 import ServiceLifecycle
 

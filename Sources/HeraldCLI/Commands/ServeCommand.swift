@@ -3,6 +3,7 @@ import Foundation
 import HeraldActions
 import HeraldCore
 import HeraldMail
+import HeraldMetrics
 import HeraldServer
 import HeraldStore
 import HeraldWorker
@@ -36,7 +37,8 @@ struct ServeCommand: AsyncParsableCommand {
             let logger = runtime.logger
             let health = Health()
             let host = configuration.server.host
-            let actions = Actions(configuration: configuration, store: store, composer: composer, logger: logger)
+            let actions = Actions(
+                configuration: configuration, store: store, composer: composer, testSend: runtime.testSend, logger: logger)
             let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
                 FileHandle.standardOutput.write(Data("READY http://\(host):\(port)\n".utf8))
             }
@@ -47,10 +49,8 @@ struct ServeCommand: AsyncParsableCommand {
             var relays: [QueueNotificationRelay] = []
             defer { for relay in relays { relay.cancel() } }
             if !noWorker {
-                let settings = SMTPSettings(configuration.smtp)
-                var worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
-                    try CurlSMTPDispatcher(settings: settings, lanes: lanes)
-                }
+                var worker = Worker(
+                    store: store, composer: composer, configuration: configuration, logger: logger, makeDispatcher: runtime.makeDispatcher)
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
                 worker.queueSignal = actions.queued
                 worker.besideAPI = true

@@ -3,7 +3,7 @@ import Foundation
 import HeraldActions
 import HeraldCore
 import HeraldMail
-import HeraldServer
+import HeraldMetrics
 import HeraldStore
 import HeraldWorker
 import ServiceLifecycle
@@ -29,12 +29,11 @@ struct WorkerCommand: AsyncParsableCommand {
             let configuration = runtime.configuration
             let connections = concurrency ?? configuration.smtp.connections
             guard (1...64).contains(connections) else { throw ValidationError("--concurrency must be from 1 to 64") }
-            let settings = SMTPSettings(configuration.smtp)
             let store = try await runtime.openStoreWaiting()
             let composer = try runtime.composer()
-            var worker = Worker(store: store, composer: composer, configuration: configuration, logger: runtime.logger) { lanes in
-                try CurlSMTPDispatcher(settings: settings, lanes: lanes)
-            }
+            var worker = Worker(
+                store: store, composer: composer, configuration: configuration, logger: runtime.logger,
+                makeDispatcher: runtime.makeDispatcher)
             // On PostgreSQL, mail queued by any process wakes this worker (LISTEN/NOTIFY) instead of waiting for its poll.
             let relay = (store as? PostgresStore).map { postgres in
                 let signal = QueueSignal()
@@ -49,10 +48,11 @@ struct WorkerCommand: AsyncParsableCommand {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
             if configuration.worker.metricsPort != 0 {
                 // Listed first, so it stops last: the final counts can still be scraped while the worker drains.
-                let actions = Actions(configuration: configuration, store: store, composer: composer, logger: runtime.logger)
+                let actions = Actions(
+                    configuration: configuration, store: store, composer: composer, testSend: runtime.testSend, logger: runtime.logger)
                 let logger = runtime.logger
                 let host = configuration.worker.metricsHost
-                let metrics = HeraldServer.metricsApplication(
+                let metrics = HeraldMetrics.application(
                     configuration: configuration, counts: { try await actions.outboxCounts() }, logger: logger
                 ) { port in logger.info("metrics listening", metadata: ["url": "http://\(host):\(port)/metrics"]) }
                 services.append(.init(service: metrics, serviceName: "metrics"))

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldMail
+import HeraldHTTPClient
 import HeraldStore
 import Logging
 import Metrics

@@ -35,7 +35,9 @@ struct TestServer {
         let templates = try TemplateLibrary(
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale)
         let composer = try MessageComposer(configuration: configuration, templates: templates)
-        actions = Actions(configuration: configuration, store: store, composer: composer, logger: Self.logger)
+        actions = Actions(
+            configuration: configuration, store: store, composer: composer,
+            testSend: { _ in throw HeraldError(.unavailable, "the router tests have no relay") }, logger: Self.logger)
     }
 
     /// `herald serve`'s application, ready for `app.test(.router)`.

@@ -3,7 +3,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-@testable import HeraldServer
+@testable import HeraldInbound
 
 @Suite(.timeLimit(.minutes(1)))
 struct MailListenerTests {

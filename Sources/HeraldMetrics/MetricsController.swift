@@ -3,16 +3,23 @@ import Hummingbird
 import Logging
 
 /// `GET /metrics`: every metric of the process in Prometheus's text format, with the outbox gauges refreshed from
-/// the ledger first. With `server.metricsToken` set, only `Authorization: Bearer <token>` gets them.
-struct MetricsController<Context: RequestContext>: Sendable {
+/// the ledger first. With `server.metricsToken` set, only `Authorization: Bearer <token>` gets them. `herald serve`
+/// routes it beside the API; `herald worker` serves it alone (`HeraldMetrics.application`).
+public struct MetricsController<Context: RequestContext>: Sendable {
     let token: String
     /// The ledger's counts by state, action and campaign.
     let counts: @Sendable () async throws -> [OutboxCount]
     let logger: Logger
 
+    public init(token: String, counts: @escaping @Sendable () async throws -> [OutboxCount], logger: Logger) {
+        self.token = token
+        self.counts = counts
+        self.logger = logger
+    }
+
     static var contentType: String { "text/plain; version=0.0.4; charset=utf-8" }
 
-    var routes: RouteCollection<Context> {
+    public var routes: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         routes.get("metrics") { request, _ in try await scrape(request) }
         return routes

@@ -2,14 +2,14 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-extension HeraldServer {
+extension HeraldMetrics {
     /// `herald worker`'s metrics listener: `GET /metrics` alone, on `worker.metricsHost:worker.metricsPort`.
     ///
     /// ```swift
-    /// let app = HeraldServer.metricsApplication(configuration: configuration, counts: { try await actions.outboxCounts() },
+    /// let app = HeraldMetrics.application(configuration: configuration, counts: { try await actions.outboxCounts() },
     ///     logger: logger) { port in logger.info("metrics on \(port)") }
     /// ```
-    public static func metricsApplication(
+    public static func application(
         configuration: HeraldConfiguration, counts: @escaping @Sendable () async throws -> [OutboxCount], logger: Logger,
         onListening: @escaping @Sendable (Int) -> Void
     ) -> some ApplicationProtocol {

@@ -2,7 +2,7 @@ import NIOCore
 import NIOPosix
 import Testing
 
-@testable import HeraldServer
+@testable import HeraldInbound
 
 /// A line-reading LMTP/SMTP client over real TCP.
 struct MailTestClient {
