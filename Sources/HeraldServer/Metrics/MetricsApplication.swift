@@ -6,7 +6,7 @@ extension HeraldServer {
     /// `herald worker`'s metrics listener: `GET /metrics` alone, on `worker.metricsHost:worker.metricsPort`.
     ///
     /// ```swift
-    /// let app = HeraldServer.metricsApplication(configuration: configuration, counts: { try await actions.outboxCounts() },
+    /// let app = HeraldServer.metricsApplication(configuration: configuration, counts: { try await actions.reports.outboxCounts() },
     ///     logger: logger) { port in logger.info("metrics on \(port)") }
     /// ```
     public static func metricsApplication(

@@ -3,9 +3,33 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 
-/// What the `/admin` console reads and does beyond the reports: message search and history, recent sends,
-/// template previews and test messages.
-extension Actions {
+/// What the `/admin` console reads and does beyond the reports: its sign-in, message search and history, recent
+/// sends, the workers' status, template previews and test messages.
+///
+/// ```swift
+/// let failed = try actions.console.searchMessages(MessageSearch(state: .failed), limit: 50)
+/// ```
+public final class ConsoleService: Sendable {
+    let store: any HeraldStore
+    /// The whole configuration: the console reads the admin token, the workers' heartbeat timeout, the links and,
+    /// for a template test, the relay's settings.
+    let configuration: HeraldConfiguration
+    /// Renders template previews and test messages; the worker holds its own.
+    let composer: MessageComposer
+    let refusals: RefusalCounter
+    /// Wrong admin tokens at the sign-in form per client network (`limits.ipSignInFailuresPerHour`).
+    let consoleFailures: ClientLimiter
+
+    init(_ parts: ServiceParts, composer: MessageComposer) {
+        store = parts.store
+        configuration = parts.configuration
+        self.composer = composer
+        refusals = parts.refusals
+        consoleFailures = parts.limiters.consoleFailures
+    }
+}
+
+extension ConsoleService {
     /// Checks a console sign-in's admin token, counting failures per client network as password sign-ins do
     /// (`limits.ipSignInFailuresPerHour`, in a count of its own), so the form cannot be used to guess the token.
     /// A request without a client address counts in one shared bucket.
@@ -15,7 +39,7 @@ extension Actions {
     public func checkAdminToken(_ presented: String, clientIP: String?, now: Date = Date()) throws {
         let client = clientIP.flatMap { IPNetwork.client($0)?.description } ?? "unknown"
         if !consoleFailures.allows(client, now: now) {
-            throw refused(LimitRefusal(counter: "console-ip", key: client, error: Self.lockedOut), now: now)
+            throw refusals.refused(LimitRefusal(counter: "console-ip", key: client, error: AccountsService.lockedOut), now: now)
         }
         let token = configuration.server.adminToken
         guard !token.isEmpty, Secret.equal(presented, token) else {
