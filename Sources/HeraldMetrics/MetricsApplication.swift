@@ -6,7 +6,7 @@ extension HeraldMetrics {
     /// `herald worker`'s metrics listener: `GET /metrics` alone, on `worker.metricsHost:worker.metricsPort`.
     ///
     /// ```swift
-    /// let app = HeraldMetrics.application(configuration: configuration, counts: { try await actions.outboxCounts() },
+    /// let app = HeraldMetrics.application(configuration: configuration, counts: { try await actions.reports.outboxCounts() },
     ///     logger: logger) { port in logger.info("metrics on \(port)") }
     /// ```
     public static func application(

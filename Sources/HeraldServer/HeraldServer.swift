@@ -22,30 +22,35 @@ public enum HeraldServer {
         let pages = try PageRenderer(
             directory: configuration.templatesDirectory, defaultLocale: configuration.links.defaultLocale,
             appName: configuration.project.appName)
-        let tokens = try actions.idTokens()  // a bad key file stops the server before it listens
+        let tokens = try actions.sessions.idTokens()  // a bad key file stops the server before it listens
         let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
         // First, so it counts every routed request by method, route and status, with its duration (`herald_http_*`).
         router.add(middleware: RequestMetricsMiddleware())
         let known = KnownRoutes()
         router.add(middleware: UnroutedMiddleware(routes: known))
-        let toolkit = IdentityToolkitController(actions: actions)
+        let toolkit = IdentityToolkitController(
+            configuration: configuration, sending: actions.sending, redemption: actions.redemption, accounts: actions.accounts,
+            sessions: actions.sessions, providers: actions.providers)
         for family in IdentityToolkitController.pathFamilies {
             router.addRoutes(toolkit.routes, atPath: family)
         }
         for family in IdentityToolkitController.legacyFamilies {
             router.addRoutes(toolkit.legacyRoutes, atPath: family)
         }
-        router.addRoutes(SecureTokenController(actions: actions).routes)
+        router.addRoutes(SecureTokenController(configuration: configuration, sessions: actions.sessions).routes)
         router.addRoutes(PublicKeysController(tokens: tokens).routes)
-        router.addRoutes(ActionPagesController(actions: actions, pages: pages).routes)
-        router.addRoutes(UnsubscribeController(actions: actions, pages: pages).routes)
-        router.addRoutes(try SignInHandlerController(actions: actions, pages: pages).routes)
-        router.addRoutes(ConsoleController(actions: actions).routes, atPath: "admin")
-        router.addRoutes(AdminController(actions: actions).routes, atPath: "admin")
-        router.addRoutes(SuppressionsController(actions: actions).routes, atPath: "admin")
-        router.addRoutes(EmulatorController(actions: actions).routes, atPath: "emulator/v1")
+        router.addRoutes(ActionPagesController(configuration: configuration, redemption: actions.redemption, pages: pages).routes)
+        router.addRoutes(UnsubscribeController(feedback: actions.feedback, pages: pages).routes)
+        router.addRoutes(try SignInHandlerController(configuration: configuration, providers: actions.providers, pages: pages).routes)
+        let console = ConsoleController(
+            configuration: configuration, console: actions.console, campaigns: actions.campaigns, reports: actions.reports,
+            sending: actions.sending)
+        router.addRoutes(console.routes, atPath: "admin")
+        router.addRoutes(AdminController(configuration: configuration, sending: actions.sending, reports: actions.reports).routes, atPath: "admin")
+        router.addRoutes(SuppressionsController(configuration: configuration, feedback: actions.feedback).routes, atPath: "admin")
+        router.addRoutes(EmulatorController(configuration: configuration, sending: actions.sending).routes, atPath: "emulator/v1")
         let metrics = MetricsController<HeraldRequestContext>(
-            token: configuration.server.metricsToken, counts: { try await actions.outboxCounts() }, logger: logger)
+            token: configuration.server.metricsToken, counts: { try await actions.reports.outboxCounts() }, logger: logger)
         router.addRoutes(metrics.routes)
         router.addRoutes(OpenAPIController().routes)
         router.get("health") { _, _ in

@@ -10,33 +10,33 @@ import Testing
 
     @Test func idTokensAreRS256WithAKidAndRejectTampering() async throws {
         let rulebook = try Rulebook()
-        let account = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
-        let token = try await rulebook.actions.idTokens().issue(for: account, provider: "password", authTime: Date())
+        let account = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let token = try await rulebook.actions.sessions.idTokens().issue(for: account, provider: "password", authTime: Date())
         let header = try JSONSerialization.jsonObject(with: Self.segment(token, 0)) as? [String: Any]
         #expect(header?["alg"] as? String == "RS256")
-        #expect(try header?["kid"] as? String == rulebook.actions.idTokens().jwks.keys.last?.kid)
+        #expect(try header?["kid"] as? String == rulebook.actions.sessions.idTokens().jwks.keys.last?.kid)
         let claims = try JSONSerialization.jsonObject(with: Self.segment(token, 1)) as? [String: Any]
         #expect(claims?["aud"] as? String == "herald-demo")
         #expect(claims?["iss"] as? String == "https://securetoken.google.com/herald-demo")
         #expect((claims?["firebase"] as? [String: Any])?["sign_in_provider"] as? String == "password")
-        #expect(try await rulebook.actions.idTokens().verify(token).uid == account.uid)
+        #expect(try await rulebook.actions.sessions.idTokens().verify(token).uid == account.uid)
 
         var parts = token.split(separator: ".").map(String.init)
         parts[1] = Base64URL.encode(Array(#"{"sub":"admin","aud":"herald-demo","exp":9999999999}"#.utf8))
-        let forged = await #expect(throws: HeraldError.self) { try await rulebook.actions.idTokens().verify(parts.joined(separator: ".")) }
+        let forged = await #expect(throws: HeraldError.self) { try await rulebook.actions.sessions.idTokens().verify(parts.joined(separator: ".")) }
         #expect(forged?.code == .invalidIDToken)
         // Another installation's keys do not verify this one's tokens.
         let other = try Rulebook()
-        let foreign = await #expect(throws: HeraldError.self) { try await other.actions.idTokens().verify(token) }
+        let foreign = await #expect(throws: HeraldError.self) { try await other.actions.sessions.idTokens().verify(token) }
         #expect(foreign?.code == .invalidIDToken)
     }
 
     @Test func expiredIDTokenIsTokenExpired() async throws {
         let rulebook = try Rulebook()
-        let account = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com"), as: .admin)
+        let account = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com"), as: .admin)
         let old = Date(timeIntervalSinceNow: -7200)
-        let token = try await rulebook.actions.idTokens().issue(for: account, provider: "password", authTime: old, now: old)
-        let error = await #expect(throws: HeraldError.self) { try await rulebook.actions.idTokens().verify(token) }
+        let token = try await rulebook.actions.sessions.idTokens().issue(for: account, provider: "password", authTime: old, now: old)
+        let error = await #expect(throws: HeraldError.self) { try await rulebook.actions.sessions.idTokens().verify(token) }
         #expect(error?.code == .tokenExpired)
     }
 
@@ -59,42 +59,49 @@ import Testing
     @Test func refreshTokensEndWithTheirAccountsSessions() async throws {
         let rulebook = try Rulebook()
         let actions = rulebook.actions
-        let signedUp = try await actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
+        let signedUp = try await actions.accounts.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
         let refresh = try #require(signedUp.session?.refreshToken)
-        let refreshed = try await actions.refresh(grantType: "refresh_token", refreshToken: refresh)
+        let refreshed = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: refresh)
         #expect(refreshed.refreshToken == refresh && refreshed.localId == signedUp.account.uid)
-        #expect(try await actions.account(forIDToken: refreshed.idToken).uid == signedUp.account.uid)
-        #expect(await Self.code { _ = try await actions.refresh(grantType: nil, refreshToken: refresh) } == "MISSING_GRANT_TYPE")
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "code", refreshToken: refresh) } == "INVALID_GRANT_TYPE")
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: "") } == "MISSING_REFRESH_TOKEN")
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: "nope") } == "INVALID_REFRESH_TOKEN")
+        #expect(try await actions.sessions.account(forIDToken: refreshed.idToken).uid == signedUp.account.uid)
+        #expect(await Self.code { _ = try await actions.sessions.refresh(grantType: nil, refreshToken: refresh) } == "MISSING_GRANT_TYPE")
+        #expect(await Self.code { _ = try await actions.sessions.refresh(grantType: "code", refreshToken: refresh) } == "INVALID_GRANT_TYPE")
+        #expect(await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: "") } == "MISSING_REFRESH_TOKEN")
+        #expect(
+            await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: "nope") } == "INVALID_REFRESH_TOKEN")
 
         // A new password ends every session; the answer carries a new one.
         var edit = ProfileEdit()
         edit.password = "secret-2"
-        let update = try await actions.updateOwnAccount(idToken: refreshed.idToken, edit)
+        let update = try await actions.accounts.updateOwnAccount(idToken: refreshed.idToken, edit)
         let current = try #require(update.session)
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: refresh) } == "TOKEN_EXPIRED")
-        #expect(await Self.code { _ = try await actions.account(forIDToken: refreshed.idToken) } == "TOKEN_EXPIRED")
+        #expect(await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: refresh) } == "TOKEN_EXPIRED")
+        #expect(await Self.code { _ = try await actions.sessions.account(forIDToken: refreshed.idToken) } == "TOKEN_EXPIRED")
 
         var disable = AccountEdit()
         disable.disabled = true
-        _ = try actions.editAccount(uid: signedUp.account.uid, disable)
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) } == "USER_DISABLED")
-        try actions.deleteAccount(uid: signedUp.account.uid)
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) } == "USER_NOT_FOUND")
+        _ = try actions.accounts.editAccount(uid: signedUp.account.uid, disable)
+        #expect(
+            await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) }
+                == "USER_DISABLED")
+        try actions.accounts.deleteAccount(uid: signedUp.account.uid)
+        #expect(
+            await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) }
+                == "USER_NOT_FOUND")
         // The uid used again does not revive the deleted account's tokens.
-        _ = try actions.createAccount(SignUpRequest(email: "ada@example.com", localId: signedUp.account.uid), as: .admin)
-        #expect(await Self.code { _ = try await actions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) } == "USER_NOT_FOUND")
+        _ = try actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", localId: signedUp.account.uid), as: .admin)
+        #expect(
+            await Self.code { _ = try await actions.sessions.refresh(grantType: "refresh_token", refreshToken: current.refreshToken) }
+                == "USER_NOT_FOUND")
     }
 
     @Test func anEmailChangeSendsTheOldAddressALinkThatChangesItBack() async throws {
         let rulebook = try Rulebook { $0.server.enumerationProtection = false }
         let actions = rulebook.actions
-        let signedUp = try await actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
+        let signedUp = try await actions.accounts.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
         var edit = ProfileEdit()
         edit.email = "Ada.New@example.com"
-        let update = try await actions.updateOwnAccount(idToken: signedUp.session?.idToken, edit)
+        let update = try await actions.accounts.updateOwnAccount(idToken: signedUp.session?.idToken, edit)
         #expect(update.account.email == "ada.new@example.com" && !update.account.emailVerified)
         #expect(update.account.initialEmail == "ada@example.com")
         #expect(update.session != nil)
@@ -103,60 +110,70 @@ import Testing
         #expect(try rulebook.store.stateCounts()[.queued] == 1)
 
         let protected = try Rulebook()
-        let other = try await protected.actions.signUp(SignUpRequest(email: "bob@example.com", password: "secret-1"), as: .app)
+        let other = try await protected.actions.accounts.signUp(SignUpRequest(email: "bob@example.com", password: "secret-1"), as: .app)
         #expect(
-            await Self.code { _ = try await protected.actions.updateOwnAccount(idToken: other.session?.idToken, edit) } == "OPERATION_NOT_ALLOWED")
+            await Self.code { _ = try await protected.actions.accounts.updateOwnAccount(idToken: other.session?.idToken, edit) }
+                == "OPERATION_NOT_ALLOWED")
     }
 
     @Test func changingTheEmailOrPasswordNeedsARecentSignIn() async throws {
         let rulebook = try Rulebook { $0.server.enumerationProtection = false }
-        let account = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let account = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         // A refreshed token of a session that began an hour ago.
-        let stale = try await rulebook.actions.idTokens().issue(for: account, provider: "password", authTime: Date(timeIntervalSinceNow: -3600))
+        let stale = try await rulebook.actions.sessions.idTokens().issue(
+            for: account, provider: "password", authTime: Date(timeIntervalSinceNow: -3600))
         var edit = ProfileEdit()
         edit.password = "secret-2"
-        #expect(await Self.code { _ = try await rulebook.actions.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        #expect(
+            await Self.code { _ = try await rulebook.actions.accounts.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
         edit = ProfileEdit()
         edit.email = "mallory@example.com"
-        #expect(await Self.code { _ = try await rulebook.actions.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
-        #expect(await Self.code { try await rulebook.actions.deleteOwnAccount(idToken: stale) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        #expect(
+            await Self.code { _ = try await rulebook.actions.accounts.updateOwnAccount(idToken: stale, edit) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        #expect(await Self.code { try await rulebook.actions.accounts.deleteOwnAccount(idToken: stale) } == "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
         edit = ProfileEdit()
         edit.displayName = "Ada"
-        #expect(try await rulebook.actions.updateOwnAccount(idToken: stale, edit).account.displayName == "Ada")
+        #expect(try await rulebook.actions.accounts.updateOwnAccount(idToken: stale, edit).account.displayName == "Ada")
     }
 
     @Test func aCodeSpeaksOnlyForTheAccountThatHadTheAddressWhenItWasMinted() async throws {
         let rulebook = try Rulebook()
         let actions = rulebook.actions
-        let first = try actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let first = try actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         var codes: [ActionKind: String] = [:]
         for kind in [ActionKind.resetPassword, .verifyEmail] {
             guard
-                case .link(let code, _) = try await actions.send(SendRequest(kind: kind, email: "ada@example.com", returnLink: true), as: .admin)
-                    .delivery
+                case .link(let code, _) = try await actions.sending.send(
+                    SendRequest(kind: kind, email: "ada@example.com", returnLink: true), as: .admin
+                )
+                .delivery
             else { throw HeraldError(.invalidArgument, "expected a link") }
             codes[kind] = code
         }
-        try actions.deleteAccount(uid: first.uid)
+        try actions.accounts.deleteAccount(uid: first.uid)
         try await Task.sleep(for: .milliseconds(5))
-        _ = try actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-9"), as: .admin)
+        _ = try actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-9"), as: .admin)
         #expect(
-            await Self.code { _ = try actions.resetPassword(code: codes[.resetPassword], newPassword: "taken-over", visitor: Self.visitor) }
+            await Self.code {
+                _ = try actions.redemption.resetPassword(code: codes[.resetPassword], newPassword: "taken-over", visitor: Self.visitor)
+            }
                 == "INVALID_OOB_CODE")
-        #expect(await Self.code { _ = try actions.applyVerification(code: codes[.verifyEmail], visitor: Self.visitor) } == "INVALID_OOB_CODE")
+        #expect(
+            await Self.code { _ = try actions.redemption.applyVerification(code: codes[.verifyEmail], visitor: Self.visitor) } == "INVALID_OOB_CODE")
     }
 
     @Test func anAdministratorsEmailChangeEndsTheAccountsSessions() async throws {
         let rulebook = try Rulebook()
-        let signedUp = try await rulebook.actions.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
+        let signedUp = try await rulebook.actions.accounts.signUp(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .app)
         var edit = AccountEdit()
         edit.email = "ada.lovelace@example.com"
-        let edited = try rulebook.actions.editAccount(uid: signedUp.account.uid, edit)
+        let edited = try rulebook.actions.accounts.editAccount(uid: signedUp.account.uid, edit)
         #expect(edited.email == "ada.lovelace@example.com" && !edited.emailVerified && edited.initialEmail == "ada@example.com")
         let refresh = signedUp.session?.refreshToken
-        #expect(await Self.code { _ = try await rulebook.actions.refresh(grantType: "refresh_token", refreshToken: refresh) } == "TOKEN_EXPIRED")
+        #expect(
+            await Self.code { _ = try await rulebook.actions.sessions.refresh(grantType: "refresh_token", refreshToken: refresh) } == "TOKEN_EXPIRED")
         // The same address again changes nothing.
-        let again = try rulebook.actions.editAccount(uid: signedUp.account.uid, edit)
+        let again = try rulebook.actions.accounts.editAccount(uid: signedUp.account.uid, edit)
         #expect(again.validSince == edited.validSince)
     }
 

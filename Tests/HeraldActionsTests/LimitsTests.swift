@@ -48,21 +48,21 @@ import Testing
         let rulebook = try Rulebook()
         let first = SendRequest(
             kind: .signIn, email: "victim+1@example.com", settings: ActionCodeSettings(url: "https://app.example.com/x", handleCodeInApp: true))
-        _ = try rulebook.actions.send(first, as: .app)
+        _ = try rulebook.actions.sending.send(first, as: .app)
         var second = first
         second.email = "VICTIM+2@example.com"
-        #expect(code { _ = try rulebook.actions.send(second, as: .app) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
+        #expect(code { _ = try rulebook.actions.sending.send(second, as: .app) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
     }
 
     @Test func theProjectQuotaAnswersQuotaExceededToAppsOnly() throws {
         let rulebook = try Rulebook { $0.limits.projectSendsPerHour = 2 }
         let settings = ActionCodeSettings(url: "https://app.example.com/x", handleCodeInApp: true)
         for index in 0..<2 {
-            _ = try rulebook.actions.send(SendRequest(kind: .signIn, email: "q\(index)@example.com", settings: settings), as: .app)
+            _ = try rulebook.actions.sending.send(SendRequest(kind: .signIn, email: "q\(index)@example.com", settings: settings), as: .app)
         }
         let third = SendRequest(kind: .signIn, email: "q3@example.com", settings: settings)
-        #expect(code { _ = try rulebook.actions.send(third, as: .app) } == "QUOTA_EXCEEDED")
-        _ = try rulebook.actions.send(third, as: .admin)
+        #expect(code { _ = try rulebook.actions.sending.send(third, as: .app) } == "QUOTA_EXCEEDED")
+        _ = try rulebook.actions.sending.send(third, as: .admin)
     }
 
     @Test func aClientOverItsLimitIsRefusedBeforeTheLedger() throws {
@@ -75,11 +75,11 @@ import Testing
         request.clientIP = "198.51.100.7"
         for index in 0..<2 {
             request.email = "c\(index)@example.com"
-            _ = try rulebook.actions.send(request, as: .app)
+            _ = try rulebook.actions.sending.send(request, as: .app)
         }
         request.email = "c9@example.com"
-        #expect(code { _ = try rulebook.actions.send(request, as: .app) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
-        let counts = try rulebook.actions.abuseCounts(since: Date().addingTimeInterval(-3600))
+        #expect(code { _ = try rulebook.actions.sending.send(request, as: .app) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
+        let counts = try rulebook.actions.reports.abuseCounts(since: Date().addingTimeInterval(-3600))
         #expect(counts.map { "\($0.counter) \($0.key) \($0.count)" } == ["ip 198.51.100.0/24 1"])
     }
 
@@ -87,9 +87,9 @@ import Testing
         let rulebook = try Rulebook { $0.server.emulatorMode = true }
         let settings = ActionCodeSettings(url: "https://app.example.com/x", handleCodeInApp: true)
         for index in 0..<1005 {
-            _ = try rulebook.actions.send(SendRequest(kind: .signIn, email: "e\(index)@example.com", settings: settings), as: .admin)
+            _ = try rulebook.actions.sending.send(SendRequest(kind: .signIn, email: "e\(index)@example.com", settings: settings), as: .admin)
         }
-        let codes = rulebook.actions.emulatedCodes
+        let codes = rulebook.actions.sending.emulatedCodes
         #expect(codes.count == 1000)
         #expect(codes.first?.email == "e5@example.com")
         #expect(codes.last?.email == "e1004@example.com")

@@ -95,40 +95,40 @@ func code(of call: () throws -> Void) -> String? {
     @Test func adminSeesTheTrueRefusalWhereAnAppGetsSilence() throws {
         let rulebook = try Rulebook()
         let reset = SendRequest(kind: .resetPassword, email: "nobody@example.org")
-        #expect(code { _ = try rulebook.actions.send(reset, as: .admin) } == "EMAIL_NOT_FOUND")
-        #expect(try rulebook.actions.send(reset, as: .app).delivery == .silent)
+        #expect(code { _ = try rulebook.actions.sending.send(reset, as: .admin) } == "EMAIL_NOT_FOUND")
+        #expect(try rulebook.actions.sending.send(reset, as: .app).delivery == .silent)
         let verify = SendRequest(kind: .verifyEmail, email: "nobody@example.org")
-        #expect(code { _ = try rulebook.actions.send(verify, as: .admin) } == "USER_NOT_FOUND")
+        #expect(code { _ = try rulebook.actions.sending.send(verify, as: .admin) } == "USER_NOT_FOUND")
         #expect(try rulebook.store.stateCounts().isEmpty)
     }
 
     @Test func campaignRowsAndBulkSendsAreRefusedWithTheSameCode() throws {
         let rulebook = try Rulebook()
-        _ = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let csv = try rulebook.file("people.csv", "email\nada@example.com\nnobody@example.org\n")
-        let result = try rulebook.actions.createCampaign(CampaignRequest(name: "resets", kind: .resetPassword, source: .csv(path: csv)))
+        let result = try rulebook.actions.campaigns.createCampaign(CampaignRequest(name: "resets", kind: .resetPassword, source: .csv(path: csv)))
         #expect(result.summary.imported == 1 && result.summary.rejected == 1)
         let rejects = try String(contentsOfFile: result.rejectsPath, encoding: .utf8)
         #expect(rejects == "line,reason,content\n3,EMAIL_NOT_FOUND,nobody@example.org\n")
 
         let bulk = SendRequest(kind: .resetPassword)
-        #expect(throws: BulkSendError.self) { try rulebook.actions.sendBulk(bulk, to: ["ada@example.com", "nobody@example.org"]) }
-        #expect(try rulebook.actions.sendBulk(bulk, to: ["ada@example.com", "ADA@example.com"]).newlyQueued == 2)
+        #expect(throws: BulkSendError.self) { try rulebook.actions.sending.sendBulk(bulk, to: ["ada@example.com", "nobody@example.org"]) }
+        #expect(try rulebook.actions.sending.sendBulk(bulk, to: ["ada@example.com", "ADA@example.com"]).newlyQueued == 2)
     }
 
     @Test func singleSendsAreThrottledPerAddressAndAction() throws {
         let rulebook = try Rulebook(owner: .app)
         let request = SendRequest(kind: .verifyEmail, email: "ada@example.com")
-        _ = try rulebook.actions.send(request, as: .admin)
-        #expect(code { _ = try rulebook.actions.send(request, as: .admin) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
-        _ = try rulebook.actions.send(SendRequest(kind: .resetPassword, email: "ada@example.com"), as: .admin)
+        _ = try rulebook.actions.sending.send(request, as: .admin)
+        #expect(code { _ = try rulebook.actions.sending.send(request, as: .admin) } == "TOO_MANY_ATTEMPTS_TRY_LATER")
+        _ = try rulebook.actions.sending.send(SendRequest(kind: .resetPassword, email: "ada@example.com"), as: .admin)
     }
 
     @Test func returnLinkIsForAdminsAndQueuesNothing() throws {
         let rulebook = try Rulebook(owner: .app)
         let request = SendRequest(kind: .verifyEmail, email: "ada@example.com", returnLink: true)
-        #expect(code { _ = try rulebook.actions.send(request, as: .app) } == "INSUFFICIENT_PERMISSION")
-        guard case .link(let plaintext, let link) = try rulebook.actions.send(request, as: .admin).delivery else {
+        #expect(code { _ = try rulebook.actions.sending.send(request, as: .app) } == "INSUFFICIENT_PERMISSION")
+        guard case .link(let plaintext, let link) = try rulebook.actions.sending.send(request, as: .admin).delivery else {
             Issue.record("expected a link")
             return
         }
@@ -142,7 +142,7 @@ func code(of call: () throws -> Void) -> String? {
 @Suite struct TemplateTestSendTests {
     @Test func theSampleMessageGoesToTheRelayAndItsAnswerComesBack() throws {
         let rulebook = try Rulebook()
-        let result = try rulebook.actions.sendTemplateTest(.resetPassword, locale: try LocaleTag("en"), to: "ada@example.com")
+        let result = try rulebook.actions.console.sendTemplateTest(.resetPassword, locale: try LocaleTag("en"), to: "ada@example.com")
         #expect(result == DeliveryResult(outcome: .sent, replyCode: 250, replyText: "2.0.0 Ok: queued"))
         let messages = rulebook.relay.messages
         #expect(messages.map(\.recipient) == ["ada@example.com"])
@@ -153,11 +153,11 @@ func code(of call: () throws -> Void) -> String? {
 
     @Test func suppressedAndInvalidAddressesAreRefusedBeforeTheRelay() throws {
         let rulebook = try Rulebook()
-        try rulebook.actions.suppress(emails: ["gone@example.com"], reason: .hardBounce)
+        try rulebook.actions.feedback.suppress(emails: ["gone@example.com"], reason: .hardBounce)
         let english = try LocaleTag("en")
-        let suppressed = code { _ = try rulebook.actions.sendTemplateTest(.verifyEmail, locale: english, to: "gone@example.com") }
+        let suppressed = code { _ = try rulebook.actions.console.sendTemplateTest(.verifyEmail, locale: english, to: "gone@example.com") }
         #expect(suppressed == "RECIPIENT_SUPPRESSED")
-        #expect(code { _ = try rulebook.actions.sendTemplateTest(.verifyEmail, locale: english, to: "not an address") } == "INVALID_EMAIL")
+        #expect(code { _ = try rulebook.actions.console.sendTemplateTest(.verifyEmail, locale: english, to: "not an address") } == "INVALID_EMAIL")
         #expect(rulebook.relay.messages.isEmpty)
     }
 }
@@ -170,37 +170,37 @@ func code(of call: () throws -> Void) -> String? {
         let request = SendRequest(
             kind: .resetPassword, email: "anyone@example.org", settings: ActionCodeSettings(url: "https://app.example.com/done"),
             returnLink: true)
-        guard case .link(let plaintext, _) = try rulebook.actions.send(request, as: .admin).delivery else {
+        guard case .link(let plaintext, _) = try rulebook.actions.sending.send(request, as: .admin).delivery else {
             Issue.record("expected a link")
             return
         }
-        let inspected = try rulebook.actions.inspect(code: plaintext, visitor: Self.visitor)
+        let inspected = try rulebook.actions.redemption.inspect(code: plaintext, visitor: Self.visitor)
         #expect(inspected.kind == .resetPassword && inspected.continueURL == "https://app.example.com/done")
-        let redeemed = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor)
+        let redeemed = try rulebook.actions.redemption.redeemForApp(code: plaintext, visitor: Self.visitor)
         #expect(redeemed.email == "anyone@example.org")
-        #expect(code { _ = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor) } == "INVALID_OOB_CODE")
+        #expect(code { _ = try rulebook.actions.redemption.redeemForApp(code: plaintext, visitor: Self.visitor) } == "INVALID_OOB_CODE")
         #expect(try rulebook.store.accounts().isEmpty)
     }
 
     @Test func appOwnedModeRefusesAccountOperations() throws {
         let rulebook = try Rulebook(owner: .app)
         #expect(
-            code { _ = try rulebook.actions.createAccount(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
+            code { _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
                 == "OPERATION_NOT_ALLOWED")
-        #expect(code { _ = try rulebook.actions.listAccounts() } == "OPERATION_NOT_ALLOWED")
-        #expect(code { _ = try rulebook.actions.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
+        #expect(code { _ = try rulebook.actions.accounts.listAccounts() } == "OPERATION_NOT_ALLOWED")
+        #expect(code { _ = try rulebook.actions.redemption.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
     }
 
     @Test func heraldOwnedModeAppliesTheEffectAndRefusesBareRedemption() throws {
         let rulebook = try Rulebook()
-        _ = try rulebook.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let request = SendRequest(kind: .verifyEmail, email: "ada@example.com", returnLink: true)
-        guard case .link(let plaintext, _) = try rulebook.actions.send(request, as: .admin).delivery else {
+        guard case .link(let plaintext, _) = try rulebook.actions.sending.send(request, as: .admin).delivery else {
             Issue.record("expected a link")
             return
         }
-        #expect(code { _ = try rulebook.actions.redeemForApp(code: plaintext, visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
-        let (account, info) = try rulebook.actions.applyVerification(code: plaintext, visitor: Self.visitor)
+        #expect(code { _ = try rulebook.actions.redemption.redeemForApp(code: plaintext, visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
+        let (account, info) = try rulebook.actions.redemption.applyVerification(code: plaintext, visitor: Self.visitor)
         #expect(account.emailVerified && info.kind == .verifyEmail)
     }
 }

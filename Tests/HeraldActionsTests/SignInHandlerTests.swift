@@ -92,16 +92,16 @@ import Testing
         let now = Date()
         let approved = ApprovedAssertion(
             providerId: "twitter.com", session: HandlerSession(sent: "s-1", hashed: false), accessToken: "T", tokenSecret: "S",
-            expires: now.addingTimeInterval(Actions.assertionLifetime))
-        let sealed = try actions.handlerSeal.seal(approved, purpose: Actions.assertionPurpose)
+            expires: now.addingTimeInterval(ProvidersService.assertionLifetime))
+        let sealed = try actions.providers.handlerSeal.seal(approved, purpose: ProvidersService.assertionPurpose)
         let received = IdpAssertion(providerId: "twitter.com", sealed: sealed)
-        let opened = try actions.openHandlerAssertion(received, sessionId: "s-1", now: now)
+        let opened = try actions.providers.openHandlerAssertion(received, sessionId: "s-1", now: now)
         #expect(opened.accessToken == "T" && opened.oauthTokenSecret == "S" && opened.sealed == nil)
-        let later = now.addingTimeInterval(Actions.assertionLifetime + 1)
-        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(received, sessionId: "s-1", now: later) }
-        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(received, sessionId: "s-2", now: now) }
+        let later = now.addingTimeInterval(ProvidersService.assertionLifetime + 1)
+        #expect(throws: HeraldError.self) { try actions.providers.openHandlerAssertion(received, sessionId: "s-1", now: later) }
+        #expect(throws: HeraldError.self) { try actions.providers.openHandlerAssertion(received, sessionId: "s-2", now: now) }
         let elsewhere = IdpAssertion(providerId: "oidc.acme", sealed: sealed)
-        #expect(throws: HeraldError.self) { try actions.openHandlerAssertion(elsewhere, sessionId: "s-1", now: now) }
+        #expect(throws: HeraldError.self) { try actions.providers.openHandlerAssertion(elsewhere, sessionId: "s-1", now: now) }
     }
 
     @Test func aReturnWithAStaleOrForeignCookieIsRefused() async throws {
@@ -112,15 +112,15 @@ import Testing
             app: .android(package: "com.example.app"))
         var pending = PendingApproval(
             flow: flow, callback: "http://127.0.0.1/__/auth/handler", requestToken: "RT", requestSecret: "RS", expires: now.addingTimeInterval(-1))
-        let expired = try actions.handlerSeal.seal(pending, purpose: Actions.pendingPurpose)
+        let expired = try actions.providers.handlerSeal.seal(pending, purpose: ProvidersService.pendingPurpose)
         pending.expires = now.addingTimeInterval(600)
-        let fresh = try actions.handlerSeal.seal(pending, purpose: Actions.pendingPurpose)
+        let fresh = try actions.providers.handlerSeal.seal(pending, purpose: ProvidersService.pendingPurpose)
         for (query, cookie) in [
             ("oauth_token=RT&oauth_verifier=V", expired), ("oauth_token=OTHER&oauth_verifier=V", fresh),
             ("oauth_token=RT&oauth_verifier=V", "forged"), ("oauth_token=RT&oauth_verifier=V", nil),
         ] {
             await #expect(throws: HeraldError.self) {
-                try await actions.signInHandler(query: query, cookie: cookie, handlerURL: "http://127.0.0.1/__/auth/handler", now: now)
+                try await actions.providers.signInHandler(query: query, cookie: cookie, handlerURL: "http://127.0.0.1/__/auth/handler", now: now)
             }
         }
     }

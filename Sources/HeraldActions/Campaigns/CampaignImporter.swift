@@ -10,7 +10,7 @@ import HeraldStore
 /// writer's commits never stop to do it.
 ///
 /// Every row passes the sending rules (address, display name, locale, and the account rules of
-/// `Actions.send`); a refused row goes to the rejects file with its line number and reason (the
+/// `SendingService.send`); a refused row goes to the rejects file with its line number and reason (the
 /// error code for a rule's refusal); good rows are never held back. Re-running an import skips rows
 /// already imported (idempotent per campaign and email). The header is bounded (``maximumColumns`` names
 /// of at most ``maximumHeaderName`` bytes) and so is every record (``CSVRecordReader/maximumRecord``).

@@ -21,7 +21,7 @@ struct ImportAccounts: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let runtime = try await Runtime.load(global)
-            let report = try runtime.actions().importAccounts(path: file)
+            let report = try runtime.actions().accounts.importAccounts(path: file)
             for (line, reason) in report.rejected {
                 FileHandle.standardError.write(Data("\(file):\(line): \(reason)\n".utf8))
             }
@@ -41,7 +41,7 @@ struct ListAccounts: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let runtime = try await Runtime.load(global)
-            let accounts = try runtime.actions().listAccounts()
+            let accounts = try runtime.actions().accounts.listAccounts()
             if json {
                 print(try prettyJSON(accounts.map(AccountJSON.init)))
                 return

@@ -36,7 +36,7 @@ struct AuditCommand: AsyncParsableCommand {
             filter.since = try since.map(CreateCampaign.parseTime)
             filter.until = try until.map(CreateCampaign.parseTime)
             filter.status = redeemed ? .redeemed : unredeemed ? .unredeemed : expired ? .expired : nil
-            let actions = try await Runtime.load(global).actions()
+            let reports = try await Runtime.load(global).actions().reports
             var buffer = Data()
             defer { FileHandle.standardOutput.write(buffer) }
             func emit(_ line: String) {
@@ -49,13 +49,13 @@ struct AuditCommand: AsyncParsableCommand {
             }
             if signIns {
                 if let header = AuditFormatter.eventHeader(output) { emit(header) }
-                try actions.accountEvents(email: filter.email?.value, since: filter.since, until: filter.until) { event in
+                try reports.accountEvents(email: filter.email?.value, since: filter.since, until: filter.until) { event in
                     emit(AuditFormatter.line(event, output))
                 }
                 return
             }
             if let header = AuditFormatter.header(output) { emit(header) }
-            try actions.audit(filter) { row in emit(AuditFormatter.line(row, output)) }
+            try reports.audit(filter) { row in emit(AuditFormatter.line(row, output)) }
         }
     }
 }

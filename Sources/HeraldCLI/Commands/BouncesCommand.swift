@@ -41,8 +41,8 @@ struct IngestBounce: AsyncParsableCommand {
         let message = FileHandle.standardInput.readData(ofLength: Self.maximumMessage + 1)
         do {
             let runtime = try await Runtime.load(global)
-            let actions = try runtime.actions(creatingMailKey: false)
-            let result = try actions.ingestBounce(Array(message.prefix(Self.maximumMessage)), recipients: recipients)
+            let feedback = try runtime.actions(creatingMailKey: false).feedback
+            let result = try feedback.ingestBounce(Array(message.prefix(Self.maximumMessage)), recipients: recipients)
             print(IngestSummary.line(result))
         } catch {
             let line = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
@@ -73,7 +73,7 @@ struct ListenForBounces: AsyncParsableCommand {
                 throw HeraldError(.invalidConfiguration, "bounces.domain is not set: Herald sends no VERP addresses, so no bounce names its row")
             }
             _ = try await runtime.openStoreWaiting()
-            let actions = try runtime.actions()
+            let feedback = try runtime.actions().feedback
             let logger = runtime.logger
             let bounces = configuration.bounces
             guard let dialect = MailListener.Dialect(rawValue: bounces.dialect) else {
@@ -84,7 +84,7 @@ struct ListenForBounces: AsyncParsableCommand {
                 onBound: { port in
                     FileHandle.standardOutput.write(Data("READY \(bounces.dialect)://\(bounces.listenHost):\(port)\n".utf8))
                 },
-                deliver: { delivery in await Self.deliver(delivery, actions: actions, logger: runtime.logger) })
+                deliver: { delivery in await Self.deliver(delivery, feedback: feedback, logger: runtime.logger) })
             let group = ServiceGroup(
                 configuration: .init(
                     services: [.init(service: listener, serviceName: "bounces")], gracefulShutdownSignals: [.sigterm, .sigint],
@@ -94,10 +94,10 @@ struct ListenForBounces: AsyncParsableCommand {
     }
 
     /// Records one message for each of its recipients, read once: LMTP answers per recipient.
-    static func deliver(_ delivery: MailListener.Delivery, actions: Actions, logger: Logger) async -> [MailListener.Outcome] {
+    static func deliver(_ delivery: MailListener.Delivery, feedback: FeedbackService, logger: Logger) async -> [MailListener.Outcome] {
         let results: [Result<BounceIngestResult, any Error>]
         do {
-            results = try await offload { actions.ingestBounce(delivery.data, eachOf: delivery.recipients) }
+            results = try await offload { feedback.ingestBounce(delivery.data, eachOf: delivery.recipients) }
         } catch {
             return delivery.recipients.map { _ in .deferred("4.3.0 could not record the message") }
         }

@@ -50,9 +50,9 @@ struct CreateCampaign: AsyncParsableCommand {
                 name: name, kind: kind, source: recipients.map { .csv(path: $0) } ?? .accounts(unverifiedOnly: unverified),
                 continueURL: continueUrl, rate: try rate.map(Self.parseRate), startAt: try startAt.map(Self.parseTime) ?? Date(),
                 linkLifetime: lifetime, rejectsPath: rejects)
-            let actions = try await Runtime.load(global).actions()
+            let campaigns = try await Runtime.load(global).actions().campaigns
             let started = Date()
-            let result = try actions.createCampaign(request)
+            let result = try campaigns.createCampaign(request)
             let seconds = Date().timeIntervalSince(started)
             let summary = result.summary
             let rows = summary.imported + summary.rejected + summary.alreadyImported
@@ -93,7 +93,7 @@ struct ListCampaigns: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
-            let rows = try await Runtime.load(global).actions().campaigns()
+            let rows = try await Runtime.load(global).actions().campaigns.campaigns()
             if json {
                 print(try prettyJSON(rows.map { CampaignJSON(campaign: $0.campaign, counts: $0.counts) }))
                 return
@@ -112,12 +112,12 @@ struct ListCampaigns: AsyncParsableCommand {
 protocol CampaignControl: AsyncParsableCommand {
     var global: GlobalOptions { get }
     var id: Int64 { get }
-    func apply(_ actions: Actions) throws -> String
+    func apply(_ campaigns: CampaignsService) throws -> String
 }
 
 extension CampaignControl {
     func run() async throws {
-        try await reportingErrors { print(try apply(try await Runtime.load(global).actions())) }
+        try await reportingErrors { print(try apply(try await Runtime.load(global).actions().campaigns)) }
     }
 }
 
@@ -125,8 +125,8 @@ struct PauseCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "pause", abstract: "Stop sending a campaign; its rows stay queued.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ actions: Actions) throws -> String {
-        try actions.pauseCampaign(id: id)
+    func apply(_ campaigns: CampaignsService) throws -> String {
+        try campaigns.pauseCampaign(id: id)
         return "campaign \(id) paused"
     }
 }
@@ -135,8 +135,8 @@ struct ResumeCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Send a paused campaign again.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ actions: Actions) throws -> String {
-        try actions.resumeCampaign(id: id)
+    func apply(_ campaigns: CampaignsService) throws -> String {
+        try campaigns.resumeCampaign(id: id)
         return "campaign \(id) resumed"
     }
 }
@@ -145,8 +145,8 @@ struct CancelCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a campaign: unsent rows become cancelled.")
     @OptionGroup var global: GlobalOptions
     @Argument var id: Int64
-    func apply(_ actions: Actions) throws -> String {
-        "campaign \(id) cancelled: \(try actions.cancelCampaign(id: id)) unsent message(s) cancelled"
+    func apply(_ campaigns: CampaignsService) throws -> String {
+        "campaign \(id) cancelled: \(try campaigns.cancelCampaign(id: id)) unsent message(s) cancelled"
     }
 }
 
@@ -160,7 +160,7 @@ struct ReportCampaign: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard ["text", "json", "html"].contains(format) else { throw HeraldError(.argumentError, "--format: expected text, json or html") }
-            let report = try await Runtime.load(global).actions().report(campaign: id)
+            let report = try await Runtime.load(global).actions().reports.report(campaign: id)
             switch format {
             case "json": print(ReportFormatter.json(report))
             case "html": print(ReportFormatter.html(report))

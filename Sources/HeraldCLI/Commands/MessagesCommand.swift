@@ -32,7 +32,7 @@ struct ListMessages: AsyncParsableCommand {
             }
             let filterEmail = try email.map { try EmailAddress($0) }
             let runtime = try await Runtime.load(global)
-            let rows = try runtime.actions().messages(state: filterState, email: filterEmail)
+            let rows = try runtime.actions().reports.messages(state: filterState, email: filterEmail)
             print(json ? try Self.json(rows) : Self.table(rows))
         }
     }
@@ -102,8 +102,8 @@ struct RetryMessages: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
-            print(options.report("retried", try actions.retryMessages(options.filter(), actor: "cli", dryRun: options.dryRun)))
+            let sending = try await Runtime.load(global).actions().sending
+            print(options.report("retried", try sending.retryMessages(options.filter(), actor: "cli", dryRun: options.dryRun)))
         }
     }
 }
@@ -118,8 +118,8 @@ struct CancelMessages: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
-            print(options.report("cancelled", try actions.cancelMessages(options.filter(), actor: "cli", dryRun: options.dryRun)))
+            let sending = try await Runtime.load(global).actions().sending
+            print(options.report("cancelled", try sending.cancelMessages(options.filter(), actor: "cli", dryRun: options.dryRun)))
         }
     }
 }

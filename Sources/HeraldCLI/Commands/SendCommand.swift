@@ -47,19 +47,19 @@ struct SendCommand: AsyncParsableCommand {
                 androidMinimumVersion: androidMinimumVersion, linkDomain: linkDomain, dynamicLinkDomain: dynamicLinkDomain)
             var request = SendRequest(kind: kind, newEmail: newEmail, settings: settings, locale: locale, displayName: displayName)
             // Template or sender problems surface now, not in the worker.
-            let actions = try await Runtime.load(global).actions()
+            let sending = try await Runtime.load(global).actions().sending
             switch (email, recipients) {
             case (let email?, nil):
                 request.email = email
-                let result = try await actions.send(request, as: .admin)
+                let result = try await sending.send(request, as: .admin)
                 guard case .queued(let id) = result.delivery else { throw HeraldError(.argumentError, "nothing was queued") }
                 print(id)
             case (nil, let path?):
                 let lines = try Self.addresses(in: path)
                 let addresses = lines.map(\.address)
                 do {
-                    let key = try Actions.bulkKey(for: request, addresses: addresses)
-                    print(Self.summary(try actions.sendBulk(request, to: addresses, bulkKey: key)))
+                    let key = try SendingService.bulkKey(for: request, addresses: addresses)
+                    print(Self.summary(try sending.sendBulk(request, to: addresses, bulkKey: key)))
                 } catch let refusal as BulkSendError {
                     let place = "\(path):\(lines[refusal.index].line)"
                     throw HeraldError(refusal.error.code, refusal.error.detail.isEmpty ? place : "\(place): \(refusal.error.detail)")

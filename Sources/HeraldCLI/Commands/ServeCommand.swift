@@ -44,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             // Started first, so it stops last and writes the counts of the final second.
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: AbuseCountsService(actions: actions), serviceName: "abuse-counts")
+                .init(service: AbuseCountsService(refusals: actions.refusals), serviceName: "abuse-counts")
             ]
             var relays: [QueueNotificationRelay] = []
             defer { for relay in relays { relay.cancel() } }

@@ -30,8 +30,8 @@ struct ListSuppressions: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
-            let entries = try actions.suppressions(reason: reason, limit: limit)
+            let feedback = try await Runtime.load(global).actions().feedback
+            let entries = try feedback.suppressions(reason: reason, limit: limit)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -63,8 +63,8 @@ struct AddSuppressions: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard !emails.isEmpty else { throw HeraldError(.argumentError, "name at least one address") }
-            let actions = try await Runtime.load(global).actions()
-            let changed = try actions.suppress(emails: emails, reason: reason, scope: scope, detail: detail)
+            let feedback = try await Runtime.load(global).actions().feedback
+            let changed = try feedback.suppress(emails: emails, reason: reason, scope: scope, detail: detail)
             print("suppressed \(changed) address(es); \(emails.count - changed) already were")
         }
     }
@@ -80,9 +80,9 @@ struct RemoveSuppressions: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard !emails.isEmpty else { throw HeraldError(.argumentError, "name at least one address") }
-            let actions = try await Runtime.load(global).actions()
+            let feedback = try await Runtime.load(global).actions().feedback
             var missing: [String] = []
-            for email in emails where !(try actions.unsuppress(email: email)) { missing.append(email) }
+            for email in emails where !(try feedback.unsuppress(email: email)) { missing.append(email) }
             print("removed \(emails.count - missing.count) address(es)")
             guard missing.isEmpty else {
                 throw HeraldError(.notFound, "not on the suppression list: \(missing.joined(separator: ", "))")
@@ -99,11 +99,11 @@ struct ExportSuppressions: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
+            let feedback = try await Runtime.load(global).actions().feedback
             print(SuppressionCSV.header)
             var after: String?
             while true {
-                let page = try actions.suppressions(after: after, limit: 10_000)
+                let page = try feedback.suppressions(after: after, limit: 10_000)
                 for entry in page { print(SuppressionCSV.line(entry)) }
                 guard page.count == 10_000, let last = page.last else { break }
                 after = last.email
@@ -125,10 +125,10 @@ struct ImportSuppressions: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
+            let feedback = try await Runtime.load(global).actions().feedback
             let text = try Self.read(file)
             let (entries, problems) = SuppressionCSV.parse(text, defaultReason: reason)
-            let added = try actions.suppress(entries)
+            let added = try feedback.suppress(entries)
             print("imported \(entries.count) line(s): \(added) added, \(entries.count - added) already suppressed")
             guard problems.isEmpty else {
                 for problem in problems.prefix(100) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }

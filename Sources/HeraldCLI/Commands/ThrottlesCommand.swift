@@ -20,8 +20,8 @@ struct ThrottlesCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard hours > 0 else { throw HeraldError(.argumentError, "--hours: expected a positive number of hours") }
-            let actions = try await Runtime.load(global).actions()
-            let counts = try actions.abuseCounts(since: Date().addingTimeInterval(-Double(hours) * 3600))
+            let reports = try await Runtime.load(global).actions().reports
+            let counts = try reports.abuseCounts(since: Date().addingTimeInterval(-Double(hours) * 3600))
             var lines = ["hour                  counter       count  key"]
             for count in counts {
                 let counter = count.counter.padding(toLength: 12, withPad: " ", startingAt: 0)

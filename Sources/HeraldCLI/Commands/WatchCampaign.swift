@@ -12,12 +12,12 @@ struct WatchCampaign: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let actions = try await Runtime.load(global).actions()
-            _ = try actions.campaign(id: id)
+            let campaigns = try await Runtime.load(global).actions().campaigns
+            _ = try campaigns.campaign(id: id)
             let terminal = isatty(STDOUT_FILENO) == 1
             var samples: [(Date, Int)] = []
             while true {
-                let (campaign, counts) = try actions.campaign(id: id)
+                let (campaign, counts) = try campaigns.campaign(id: id)
                 let total = counts.values.reduce(0, +)
                 let sent = counts[.sent] ?? 0
                 let finished = total - (counts[.queued] ?? 0) - (counts[.sending] ?? 0) - (counts[.deferred] ?? 0)

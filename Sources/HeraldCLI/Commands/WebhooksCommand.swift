@@ -26,7 +26,7 @@ struct ListWebhooks: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let reports = try await Runtime.load(global).actions().webhookReports()
+            let reports = try await Runtime.load(global).actions().webhooks.webhookReports()
             if json { return print(try prettyJSON(reports.map(WebhookJSON.init))) }
             if reports.isEmpty { return print("(no webhook endpoints configured)") }
             for report in reports {
@@ -52,7 +52,7 @@ struct TestWebhook: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let answer = try await Runtime.load(global).actions().testWebhook(named: name)
+            let answer = try await Runtime.load(global).actions().webhooks.testWebhook(named: name)
             print("\(name): HTTP \(answer.status)\(answer.excerpt.isEmpty ? "" : " \(answer.excerpt)")")
             if !answer.isSuccess { throw ExitCode.failure }
         }
@@ -83,7 +83,7 @@ struct ReplayWebhooks: AsyncParsableCommand {
                 filter.state = parsed
             }
             if let since { filter.since = try Self.time(since) }
-            let count = try await Runtime.load(global).actions().replayWebhooks(filter)
+            let count = try await Runtime.load(global).actions().webhooks.replayWebhooks(filter)
             print("\(count) deliver\(count == 1 ? "y" : "ies") queued again")
         }
     }

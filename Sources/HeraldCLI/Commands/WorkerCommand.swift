@@ -48,12 +48,13 @@ struct WorkerCommand: AsyncParsableCommand {
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
             if configuration.worker.metricsPort != 0 {
                 // Listed first, so it stops last: the final counts can still be scraped while the worker drains.
-                let actions = Actions(
-                    configuration: configuration, store: store, composer: composer, testSend: runtime.testSend, logger: runtime.logger)
+                let reports = Actions(
+                    configuration: configuration, store: store, composer: composer, testSend: runtime.testSend, logger: runtime.logger
+                ).reports
                 let logger = runtime.logger
                 let host = configuration.worker.metricsHost
                 let metrics = HeraldMetrics.application(
-                    configuration: configuration, counts: { try await actions.outboxCounts() }, logger: logger
+                    configuration: configuration, counts: { try await reports.outboxCounts() }, logger: logger
                 ) { port in logger.info("metrics listening", metadata: ["url": "http://\(host):\(port)/metrics"]) }
                 services.append(.init(service: metrics, serviceName: "metrics"))
             }

@@ -10,8 +10,8 @@ extension IdentityToolkitController {
     @Sendable func inspectForApp(_ request: Request, context: HeraldRequestContext) async throws -> AppCodeReply {
         try context.requireAdmin()
         let body = try await request.decode(as: InspectCodeBody.self, context: context)
-        let (actions, visitor) = (actions, context.visitor(of: request))
-        let code = try await offload { try actions.inspect(code: body.oobCode, visitor: visitor) }
+        let visitor = context.visitor(of: request)
+        let code = try await offload { try redemption.inspect(code: body.oobCode, visitor: visitor) }
         return AppCodeReply(code, expiresAt: code.expiresAt.iso8601)
     }
 
@@ -21,8 +21,7 @@ extension IdentityToolkitController {
         let body = try await request.decode(as: RedeemCodeBody.self, context: context)
         let caller = context.visitor(of: request)
         let visitor = Visitor(ip: body.ip ?? caller.ip, userAgent: body.userAgent ?? caller.userAgent)
-        let actions = actions
-        let code = try await offload { try actions.redeemForApp(code: body.oobCode, visitor: visitor) }
+        let code = try await offload { try redemption.redeemForApp(code: body.oobCode, visitor: visitor) }
         return AppCodeReply(code)
     }
 }

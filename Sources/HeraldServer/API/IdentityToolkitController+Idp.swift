@@ -7,7 +7,7 @@ extension IdentityToolkitController {
     @Sendable func signInWithIdp(_ request: Request, context: HeraldRequestContext) async throws -> IdpReply {
         let body = try await request.decode(as: SignInWithIdpBody.self, context: context)
         guard body.requestUri?.isEmpty == false else { throw HeraldError(.missingRequestURI, "") }
-        let result = try await actions.signInWithIdp(
+        let result = try await providers.signInWithIdp(
             IdpSignInRequest(
                 postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken, sessionId: body.sessionId,
                 visitor: context.visitor(of: request)))

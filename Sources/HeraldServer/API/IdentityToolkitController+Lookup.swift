@@ -6,15 +6,14 @@ extension IdentityToolkitController {
     /// `accounts:lookup`: the caller's own account (`idToken`) or, for admins, accounts by `localId` and `email`.
     @Sendable func lookup(_ request: Request, context: HeraldRequestContext) async throws -> LookupReply {
         let body = try await request.decode(as: LookupBody.self, context: context)
-        let actions = actions
         if context.caller == .app {
-            let account = try await actions.account(forIDToken: body.idToken)
-            let identities = try await offload { try actions.identities(of: account.uid) }
+            let account = try await sessions.account(forIDToken: body.idToken)
+            let identities = try await offload { try accounts.identities(of: account.uid) }
             return LookupReply(users: [UserInfo(account, identities: identities)])
         }
         let users = try await offload {
-            try actions.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
-                .map { UserInfo($0, identities: try actions.identities(of: $0.uid)) }
+            try accounts.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
+                .map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }
         }
         return LookupReply(users: users.isEmpty ? nil : users)
     }
@@ -22,9 +21,8 @@ extension IdentityToolkitController {
     /// `accounts:createAuthUri`: an address's sign-in methods, or nothing under enumeration protection.
     @Sendable func createAuthUri(_ request: Request, context: HeraldRequestContext) async throws -> AuthURIReply {
         let body = try await request.decode(as: CreateAuthURIBody.self, context: context)
-        let actions = actions
         let result = try await offload {
-            try actions.signInMethods(identifier: body.identifier, continueURI: body.continueUri, sessionId: body.sessionId)
+            try accounts.signInMethods(identifier: body.identifier, continueURI: body.continueUri, sessionId: body.sessionId)
         }
         return AuthURIReply(
             sessionId: result.sessionId, registered: result.registered, allProviders: result.allProviders,

@@ -7,15 +7,15 @@ extension IdentityToolkitController {
     /// consuming it); with one, consumes a reset code and sets the password.
     @Sendable func resetPassword(_ request: Request, context: HeraldRequestContext) async throws -> ResetPasswordReply {
         let body = try await request.decode(as: ResetPasswordBody.self, context: context)
-        let (actions, visitor) = (actions, context.visitor(of: request))
+        let visitor = context.visitor(of: request)
         guard let newPassword = body.newPassword else {
-            let code = try await offload { try actions.inspect(code: body.oobCode, visitor: visitor) }
+            let code = try await offload { try redemption.inspect(code: body.oobCode, visitor: visitor) }
             // The client supplies a sign-in link's email itself.
             return ResetPasswordReply(
                 requestType: code.kind.requestType, email: code.kind == .signIn ? nil : code.email, newEmail: code.newEmail)
         }
         let account = try await offload {
-            try actions.resetPassword(code: body.oobCode, newPassword: newPassword, visitor: visitor)
+            try redemption.resetPassword(code: body.oobCode, newPassword: newPassword, visitor: visitor)
         }
         return ResetPasswordReply(requestType: ActionKind.resetPassword.requestType, email: account.email ?? "")
     }
@@ -23,8 +23,8 @@ extension IdentityToolkitController {
     /// `accounts:signInWithEmailLink`: consumes a sign-in code and signs in (creating the account if new).
     @Sendable func signInWithEmailLink(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignInWithEmailLinkBody.self, context: context)
-        let (actions, visitor) = (actions, context.visitor(of: request))
-        let (session, isNewUser) = try await actions.signInWithEmailLink(
+        let visitor = context.visitor(of: request)
+        let (session, isNewUser) = try await redemption.signInWithEmailLink(
             email: body.email, code: body.oobCode, idToken: body.idToken, visitor: visitor)
         return SessionReply(kind: "identitytoolkit#EmailLinkSigninResponse", session, isNewUser: isNewUser)
     }

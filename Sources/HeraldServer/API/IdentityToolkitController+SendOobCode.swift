@@ -10,8 +10,8 @@ extension IdentityToolkitController {
         let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
         var send = try body.sendRequest(locale: locale?.value)
         send.clientIP = context.clientIP
-        let (actions, caller) = (actions, context.caller)
-        let result = try await actions.send(send, as: caller)
+        let caller = context.caller
+        let result = try await sending.send(send, as: caller)
         guard case .link(let code, let link) = result.delivery else { return OobCodeReply(email: result.email) }
         return OobCodeReply(email: result.email, oobCode: code, oobLink: link)
     }

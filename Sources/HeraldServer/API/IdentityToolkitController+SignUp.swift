@@ -6,7 +6,7 @@ extension IdentityToolkitController {
     /// `accounts:signUp`: an app creates an account with email and password, and is signed in.
     @Sendable func signUp(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignUpBody.self, context: context)
-        let (actions, signUp) = (actions, body.request)
+        let signUp = body.request
         if let idToken = body.idToken {
             // The SDKs' "link an email and password to the signed-in user".
             var edit = ProfileEdit()
@@ -16,11 +16,11 @@ extension IdentityToolkitController {
             edit.returnSecureToken = true
             guard body.email != nil else { throw HeraldError(.missingEmail, "") }
             guard body.password != nil else { throw HeraldError(.missingPassword, "") }
-            let update = try await actions.updateOwnAccount(idToken: idToken, edit)
+            let update = try await accounts.updateOwnAccount(idToken: idToken, edit)
             guard let session = update.session else { throw FirebaseError.internalError }  // returnSecureToken always signs in
             return SessionReply(kind: SignUpBody.kind, session, displayName: update.account.displayName)
         }
-        let result = try await actions.signUp(signUp, as: .app, clientIP: context.clientIP)
+        let result = try await accounts.signUp(signUp, as: .app, clientIP: context.clientIP)
         guard let session = result.session else { throw FirebaseError.internalError }  // an app sign-up always signs in
         return SessionReply(kind: SignUpBody.kind, session, displayName: result.account.displayName)
     }
@@ -30,8 +30,8 @@ extension IdentityToolkitController {
         try context.requireAdmin()
         let body = try await request.decode(as: SignUpBody.self, context: context)
         if body.idToken != nil && body.localId != nil { throw HeraldError(.unexpectedParameter, "User ID") }
-        let (actions, signUp) = (actions, body.request)
-        let account = try await offload { try actions.createAccount(signUp, as: .admin) }
+        let signUp = body.request
+        let account = try await offload { try accounts.createAccount(signUp, as: .admin) }
         return CreatedAccountReply(localId: account.uid, email: account.email, displayName: account.displayName)
     }
 
@@ -44,21 +44,19 @@ extension IdentityToolkitController {
     /// `accounts:signInWithPassword`.
     @Sendable func signInWithPassword(_ request: Request, context: HeraldRequestContext) async throws -> SessionReply {
         let body = try await request.decode(as: SignInWithPasswordBody.self, context: context)
-        let actions = actions
-        let session = try await actions.signInWithPassword(email: body.email, password: body.password, clientIP: context.clientIP)
+        let session = try await accounts.signInWithPassword(email: body.email, password: body.password, clientIP: context.clientIP)
         return SessionReply(kind: "identitytoolkit#VerifyPasswordResponse", session, registered: true)
     }
 
     /// `accounts:delete`: the caller's own account (`idToken`) or, for admins, the account `localId`.
     @Sendable func delete(_ request: Request, context: HeraldRequestContext) async throws -> DeletedAccountReply {
         let body = try await request.decode(as: DeleteAccountBody.self, context: context)
-        let actions = actions
         guard context.caller == .admin else {
-            try await actions.deleteOwnAccount(idToken: body.idToken)
+            try await accounts.deleteOwnAccount(idToken: body.idToken)
             return DeletedAccountReply()
         }
         guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
-        try await offload { try actions.deleteAccount(uid: uid) }
+        try await offload { try accounts.deleteAccount(uid: uid) }
         return DeletedAccountReply()
     }
 }

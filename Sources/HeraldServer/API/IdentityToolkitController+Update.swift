@@ -7,10 +7,9 @@ extension IdentityToolkitController {
     /// (admin) edits the account `localId`.
     @Sendable func update(_ request: Request, context: HeraldRequestContext) async throws -> UpdateReply {
         let body = try await request.decode(as: UpdateBody.self, context: context)
-        let actions = actions
         if let code = body.oobCode {
             let visitor = context.visitor(of: request)
-            let (account, applied) = try await offload { try actions.applyVerification(code: code, visitor: visitor) }
+            let (account, applied) = try await offload { try redemption.applyVerification(code: code, visitor: visitor) }
             return UpdateReply(applied: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
         }
         if let idToken = body.idToken {
@@ -20,8 +19,8 @@ extension IdentityToolkitController {
             let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
             var edit = body.profileEdit
             edit.locale = locale?.value
-            let update = try await actions.updateOwnAccount(idToken: idToken, edit)
-            let identities = try await offload { try actions.identities(of: update.account.uid) }
+            let update = try await accounts.updateOwnAccount(idToken: idToken, edit)
+            let identities = try await offload { try accounts.identities(of: update.account.uid) }
             var reply = UpdateReply(updated: update.account, identities: identities)
             if body.email != nil { reply.newEmail = update.account.email }
             if let session = update.session {
@@ -35,8 +34,8 @@ extension IdentityToolkitController {
         guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
         let edit = body.edit
         let (account, identities) = try await offload {
-            let account = try actions.editAccount(uid: uid, edit)
-            return (account, try actions.identities(of: uid))
+            let account = try accounts.editAccount(uid: uid, edit)
+            return (account, try accounts.identities(of: uid))
         }
         return UpdateReply(updated: account, identities: identities)
     }

@@ -6,12 +6,19 @@ import Hummingbird
 /// family Firebase clients use, v1 and the legacy v3 `relyingparty` names the iOS and Android SDKs call.
 ///
 /// ```swift
-/// let toolkit = IdentityToolkitController(actions: actions)
+/// let toolkit = IdentityToolkitController(
+///     configuration: configuration, sending: actions.sending, redemption: actions.redemption, accounts: actions.accounts,
+///     sessions: actions.sessions, providers: actions.providers)
 /// for family in IdentityToolkitController.pathFamilies { router.addRoutes(toolkit.routes, atPath: family) }
 /// for family in IdentityToolkitController.legacyFamilies { router.addRoutes(toolkit.legacyRoutes, atPath: family) }
 /// ```
 struct IdentityToolkitController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let sending: SendingService
+    let redemption: RedemptionService
+    let accounts: AccountsService
+    let sessions: SessionsService
+    let providers: ProvidersService
 
     /// `/v1/…`, `/identitytoolkit.googleapis.com/v1/…` and their `projects/{project}/` forms.
     static let pathFamilies: [RouterPath] = [
@@ -59,7 +66,6 @@ struct IdentityToolkitController: Sendable {
 
     /// The middleware every family shares, then the methods `add` registers.
     private func collection(_ add: (RouteCollection<HeraldRequestContext>) -> Void) -> RouteCollection<HeraldRequestContext> {
-        let configuration = actions.configuration
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))

@@ -34,14 +34,13 @@ extension ConsoleController {
             let page = ConsolePage.html("Audit", form + ConsolePage.error(error.description), session: context.consoleSession, current: "audit")
             return ConsolePage.response(page, status: .badRequest)
         }
-        let actions = actions
         let newestFirst = filter
         let rows: [AuditRow]
         do {
             rows = try await offload {
                 var rows: [AuditRow] = []
                 do {
-                    try actions.audit(newestFirst) { row in
+                    try reports.audit(newestFirst) { row in
                         rows.append(row)
                         if rows.count > Self.auditLimit { throw Enough() }
                     }

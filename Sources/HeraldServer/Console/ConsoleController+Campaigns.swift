@@ -9,10 +9,9 @@ extension ConsoleController {
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
 
     @Sendable func campaigns(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let actions = actions
         let list: [(campaign: Campaign, counts: [OutboxState: Int])]
         do {
-            list = try await offload { try actions.campaigns() }
+            list = try await offload { try campaigns.campaigns() }
         } catch {
             return failure(error, "Campaigns", context: context)
         }
@@ -56,10 +55,9 @@ extension ConsoleController {
 
     /// "Cancel campaign N?": its unsent rows will never go, and a cancelled campaign cannot be resumed.
     private func confirmCancel(_ id: Int64, context: HeraldRequestContext) async -> Response {
-        let actions = actions
         let name: String
         do {
-            name = try await offload { try actions.campaign(id: id).campaign.name }
+            name = try await offload { try campaigns.campaign(id: id).campaign.name }
         } catch {
             return failure(error, "Campaign \(id)", context: context)
         }
@@ -91,18 +89,17 @@ extension ConsoleController {
         if change == .cancel, try await ConsoleForm.read(&request, as: ConfirmField.self)?.confirm != "yes" {
             return await confirmCancel(id, context: context)
         }
-        let actions = actions
         let done: String
         do {
             switch change {
             case .pause:
-                try await offload { try actions.pauseCampaign(id: id) }
+                try await offload { try campaigns.pauseCampaign(id: id) }
                 done = "paused"
             case .resume:
-                try await offload { try actions.resumeCampaign(id: id) }
+                try await offload { try campaigns.resumeCampaign(id: id) }
                 done = "resumed"
             case .cancel:
-                _ = try await offload { try actions.cancelCampaign(id: id) }
+                _ = try await offload { try campaigns.cancelCampaign(id: id) }
                 done = "cancelled"
             }
         } catch {

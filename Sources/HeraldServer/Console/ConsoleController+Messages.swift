@@ -44,12 +44,11 @@ extension ConsoleController {
             <label>Campaign <input name="campaign" inputmode="numeric" size="6" value="\(ConsolePage.escape(fields.campaign ?? ""))"></label>
             <button id="search" type="submit">Search</button></form>
             """
-        let actions = actions
         let rows: [OutboxMessage]
         do {
             guard decoded != nil else { throw HeraldError(.argumentError, "the search could not be read: give each field once") }
             let search = try fields.search()
-            rows = try await offload { try actions.searchMessages(search, limit: Self.messageLimit + 1) }
+            rows = try await offload { try console.searchMessages(search, limit: Self.messageLimit + 1) }
         } catch let error as HeraldError where error.code != .unavailable {
             return ConsolePage.response(
                 ConsolePage.html("Messages", form + ConsolePage.error(error.description), session: context.consoleSession, current: "messages"),
@@ -84,10 +83,9 @@ extension ConsoleController {
         guard let id = context.parameters.get("id", as: Int64.self) else {
             return failure(HeraldError(.notFound, "no such message"), "Message", context: context)
         }
-        let actions = actions
         let history: MessageHistory
         do {
-            history = try await offload { try actions.messageHistory(id: id) }
+            history = try await offload { try console.messageHistory(id: id) }
         } catch {
             return failure(error, "Message \(id)", context: context)
         }
@@ -102,10 +100,10 @@ extension ConsoleController {
         ]
         let dl = details.map { "<dt>\($0.0)</dt><dd>\(ConsolePage.escape($0.1))</dd>" }.joined()
         var buttons: [String] = []
-        if Actions.retryableStates.contains(message.state) {
+        if SendingService.retryableStates.contains(message.state) {
             buttons.append(ConsolePage.form(id: "retry", action: "/admin/messages/\(id)/retry", csrf: csrf, button: "Retry", buttonClass: "retry"))
         }
-        if Actions.cancellableStates.contains(message.state) {
+        if SendingService.cancellableStates.contains(message.state) {
             buttons.append(
                 ConsolePage.form(id: "cancel", action: "/admin/messages/\(id)/cancel", csrf: csrf, button: "Cancel", buttonClass: "cancel"))
         }
@@ -133,17 +131,16 @@ extension ConsoleController {
         guard let id = context.parameters.get("id", as: Int64.self) else {
             return failure(HeraldError(.notFound, "no such message"), "Message", context: context)
         }
-        let actions = actions
         let changed: [Int64]
         do {
-            _ = try await offload { try actions.messageHistory(id: id) }  // a 404 page for a row that does not exist
+            _ = try await offload { try console.messageHistory(id: id) }  // a 404 page for a row that does not exist
             switch change {
             case .retry:
-                let filter = RequeueFilter(states: Actions.retryableStates, ids: [id])
-                changed = try await offload { try actions.retryMessages(filter, actor: "console", dryRun: false).ids }
+                let filter = RequeueFilter(states: SendingService.retryableStates, ids: [id])
+                changed = try await offload { try sending.retryMessages(filter, actor: "console", dryRun: false).ids }
             case .cancel:
-                let filter = RequeueFilter(states: Actions.cancellableStates, ids: [id])
-                changed = try await offload { try actions.cancelMessages(filter, actor: "console", dryRun: false).ids }
+                let filter = RequeueFilter(states: SendingService.cancellableStates, ids: [id])
+                changed = try await offload { try sending.cancelMessages(filter, actor: "console", dryRun: false).ids }
             }
         } catch {
             return failure(error, "Message \(id)", context: context)

@@ -7,7 +7,7 @@ import Hummingbird
 /// `/admin/templates`: every action in every locale as the recipient sees it, and a test message to an address.
 extension ConsoleController {
     @Sendable func templates(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let rows = actions.templateLocales.flatMap { kind, locales in
+        let rows = console.templateLocales.flatMap { kind, locales in
             locales.map { locale in
                 let href = "/admin/templates/\(kind.rawValue)/\(ConsolePage.escape(locale.value))"
                 return """
@@ -24,7 +24,7 @@ extension ConsoleController {
     private func templateTarget(_ context: HeraldRequestContext) throws -> (ActionKind, LocaleTag) {
         guard let kind = context.parameters.get("action").flatMap(ActionKind.init(rawValue:)),
             let locale = context.parameters.get("locale").flatMap({ try? LocaleTag($0) }),
-            actions.templateLocales.first(where: { $0.kind == kind })?.locales.contains(locale) == true
+            console.templateLocales.first(where: { $0.kind == kind })?.locales.contains(locale) == true
         else { throw HeraldError(.notFound, "no such template") }
         return (kind, locale)
     }
@@ -39,7 +39,7 @@ extension ConsoleController {
         let content: RenderedContent
         do {
             (kind, locale) = try templateTarget(context)
-            content = try actions.preview(kind, locale: locale)
+            content = try console.preview(kind, locale: locale)
         } catch {
             return failure(error, "Template", context: context)
         }
@@ -67,7 +67,7 @@ extension ConsoleController {
         let content: RenderedContent
         do {
             let (kind, locale) = try templateTarget(context)
-            content = try actions.preview(kind, locale: locale)
+            content = try console.preview(kind, locale: locale)
         } catch {
             return failure(error, "Template", context: context)
         }
@@ -95,9 +95,8 @@ extension ConsoleController {
         } catch {
             return failure(error, "Template", context: context)
         }
-        let actions = actions
         do {
-            let result = try await offload { try actions.sendTemplateTest(target.0, locale: target.1, to: email) }
+            let result = try await offload { try console.sendTemplateTest(target.0, locale: target.1, to: email) }
             let reply = [result.replyCode.map(String.init), result.replyText].compactMap { $0 }.joined(separator: " ")
             context.logger.info(
                 "console: template test", metadata: ["action": "\(target.0.rawValue)", "outcome": "\(result.outcome.rawValue)"])

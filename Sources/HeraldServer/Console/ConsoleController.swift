@@ -8,12 +8,18 @@ import Logging
 /// templates are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
 /// change is a `POST` form with the session's CSRF token.
 struct ConsoleController: Sendable {
-    let actions: Actions
+    let console: ConsoleService
+    let campaigns: CampaignsService
+    let reports: ReportsService
+    let sending: SendingService
     let sessions: ConsoleSessions
 
-    init(actions: Actions) {
-        self.actions = actions
-        sessions = ConsoleSessions(actions.configuration.server)
+    init(configuration: HeraldConfiguration, console: ConsoleService, campaigns: CampaignsService, reports: ReportsService, sending: SendingService) {
+        self.console = console
+        self.campaigns = campaigns
+        self.reports = reports
+        self.sending = sending
+        sessions = ConsoleSessions(configuration.server)
     }
 
     /// Routes under `/admin`.
@@ -83,7 +89,7 @@ struct ConsoleController: Sendable {
                 "Refused", "The sign-in form expired or did not come from the console. Reload it and try again.", status: .forbidden)
         }
         do {
-            try actions.checkAdminToken(form?.token ?? "", clientIP: context.clientIP)
+            try console.checkAdminToken(form?.token ?? "", clientIP: context.clientIP)
         } catch let error as HeraldError where error.code == .tooManyAttempts {
             context.logger.notice("console sign-in locked out", metadata: ["ip": "\(context.clientIP ?? "-")"])
             return signInPage(error: "Too many wrong tokens from your network; try again later.", status: .tooManyRequests)
@@ -113,15 +119,14 @@ struct ConsoleController: Sendable {
     // MARK: Overview
 
     @Sendable func overview(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let actions = actions
         let buckets = Self.lastHourBuckets()
         let counts: [OutboxCount]
         let activity: [SendActivity]
         let status: (workers: [LiveWorker], queue: QueueStatus)
         do {
-            counts = try await actions.outboxCounts()
-            activity = try await offload { try actions.sendActivity(since: buckets[0]) }
-            status = try await offload { try actions.workerStatus() }
+            counts = try await reports.outboxCounts()
+            activity = try await offload { try console.sendActivity(since: buckets[0]) }
+            status = try await offload { try console.workerStatus() }
         } catch {
             return failure(error, "Overview", context: context)
         }

@@ -1,9 +1,11 @@
 import HeraldActions
+import HeraldCore
 import Hummingbird
 
 /// `GET /emulator/v1/projects/{project}/oobCodes`: in emulator mode, the codes minted so far, from memory.
 struct EmulatorController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let sending: SendingService
 
     var routes: RouteCollection<HeraldRequestContext> {
         RouteCollection(context: HeraldRequestContext.self)
@@ -11,11 +13,10 @@ struct EmulatorController: Sendable {
     }
 
     @Sendable func oobCodes(_ request: Request, context: HeraldRequestContext) throws -> EmulatorCodesReply {
-        let configuration = actions.configuration
         guard configuration.server.emulatorMode, context.parameters.get("project") == configuration.project.id else {
             throw FirebaseError.notFound
         }
-        return EmulatorCodesReply(oobCodes: actions.emulatedCodes.map(EmulatorCodesReply.Entry.init))
+        return EmulatorCodesReply(oobCodes: sending.emulatedCodes.map(EmulatorCodesReply.Entry.init))
     }
 }
 

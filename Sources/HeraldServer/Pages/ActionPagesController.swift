@@ -9,12 +9,13 @@ import Hummingbird
 /// consumes, and must carry the form's token, an HMAC of the code under the server key (CSRF). When the
 /// app owns the accounts, a GET hands a usable code to the app at its continue URL and nothing posts.
 struct ActionPagesController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let redemption: RedemptionService
     let pages: PageRenderer
 
     var routes: RouteCollection<HeraldRequestContext> {
         RouteCollection(context: HeraldRequestContext.self)
-            .add(middleware: ClientAddressMiddleware(trustedProxies: actions.configuration.limits.trustedProxies))
+            .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
             .get("__/auth/action", use: show)
             .post("__/auth/action", use: submit)
             .get("__/auth/links", use: unwrap)
@@ -28,10 +29,10 @@ struct ActionPagesController: Sendable {
         guard let (kind, code) = query.action(apiKey: apiKey) else {
             return pages.page(.error, lang, "missing_parameters", .badRequest)
         }
-        let (actions, visitor) = (actions, context.visitor(of: request))
+        let visitor = context.visitor(of: request)
         let check: LinkCheck
         do {
-            check = try await offload { try actions.click(code: code, kind: kind, visitor: visitor) }
+            check = try await offload { try redemption.click(code: code, kind: kind, visitor: visitor) }
         } catch let error as HeraldError where error.code == .unavailable {
             return pages.page(.error, lang, "unavailable", .serviceUnavailable)
         } catch {
@@ -46,7 +47,7 @@ struct ActionPagesController: Sendable {
         case .expired: return pages.page(.error, lang, "expired_code", .badRequest)
         }
         let continueURL = authorizedContinueURL(query.continueUrl)
-        guard kind != .signIn, actions.ownsAccounts else {
+        guard kind != .signIn, redemption.ownsAccounts else {
             // The app completes the action with the link's parameters (e.g. accounts:signInWithEmailLink).
             guard let continueURL else { return pages.page(.error, lang, "missing_parameters", .badRequest) }
             return Self.redirect(handingOver: code, kind, to: continueURL, apiKey: apiKey, lang: pages.resolve(lang).value)
@@ -65,13 +66,13 @@ struct ActionPagesController: Sendable {
             let fields = try? URLEncodedFormDecoder().decode(ActionParameters.self, from: String(buffer: body))
         else { return pages.page(.error, nil, "missing_parameters", .badRequest) }
         let lang = fields.lang
-        guard actions.ownsAccounts else { return pages.page(.error, lang, "invalid_code", .badRequest) }
+        guard redemption.ownsAccounts else { return pages.page(.error, lang, "invalid_code", .badRequest) }
         guard let (kind, code) = fields.action(apiKey: apiKey), kind != .signIn else {
             return pages.page(.error, lang, "missing_parameters", .badRequest)
         }
-        let (actions, visitor) = (actions, context.visitor(of: request))
-        guard let token = fields.csrfToken, Secret.equal(token, actions.formToken(for: code)) else {
-            _ = try? await offload { try actions.recordRejected(code: code, visitor: visitor, reason: "CSRF") }
+        let visitor = context.visitor(of: request)
+        guard let token = fields.csrfToken, Secret.equal(token, redemption.formToken(for: code)) else {
+            _ = try? await offload { try redemption.recordRejected(code: code, visitor: visitor, reason: "CSRF") }
             return pages.page(.error, lang, "csrf_failed", .forbidden)
         }
         let continueURL = authorizedContinueURL(fields.continueUrl)
@@ -80,7 +81,7 @@ struct ActionPagesController: Sendable {
             message = try await redeem(kind, code, newPassword: fields.newPassword ?? "", visitor: visitor)
         } catch let error as HeraldError where error.code == .weakPassword {
             var form = pageForm(kind, code, continueURL)
-            form.email = try? await offload { try actions.inspect(code: code, visitor: visitor).email }
+            form.email = try? await offload { try redemption.inspect(code: code, visitor: visitor).email }
             return pages.page(.resetForm, lang, "weak_password", .badRequest, form: form)
         } catch let error as HeraldError where error.code == .unavailable {
             return pages.page(.error, lang, "unavailable", .serviceUnavailable)
@@ -97,7 +98,7 @@ struct ActionPagesController: Sendable {
     /// `/__/auth/links?link=…`: redirects to the wrapped action link, only if it is one of ours.
     @Sendable func unwrap(_ request: Request, context: HeraldRequestContext) -> Response {
         let query = (try? request.uri.decodeQuery(as: ActionParameters.self, context: context)) ?? ActionParameters()
-        guard let link = query.link, link.hasPrefix(actions.configuration.links.actionURL + "?") else {
+        guard let link = query.link, link.hasPrefix(configuration.links.actionURL + "?") else {
             return pages.page(.error, query.lang, "missing_parameters", .badRequest)
         }
         return Self.redirect(to: link)
@@ -105,16 +106,15 @@ struct ActionPagesController: Sendable {
 
     // MARK: - Helpers
 
-    private var apiKey: String { actions.configuration.project.apiKey }
+    private var apiKey: String { configuration.project.apiKey }
 
     /// Consumes the code as the page's action; returns the success message's key.
     private func redeem(_ kind: ActionKind, _ code: String, newPassword: String, visitor: Visitor) async throws -> String {
-        let actions = actions
         if kind == .resetPassword {
-            _ = try await offload { try actions.resetPassword(code: code, newPassword: newPassword, visitor: visitor) }
+            _ = try await offload { try redemption.resetPassword(code: code, newPassword: newPassword, visitor: visitor) }
             return "password_changed"
         }
-        let (_, applied) = try await offload { try actions.applyVerification(code: code, visitor: visitor) }
+        let (_, applied) = try await offload { try redemption.applyVerification(code: code, visitor: visitor) }
         switch applied.kind {
         case .verifyAndChangeEmail: return "changed"
         case .recoverEmail: return "recovered"
@@ -125,11 +125,11 @@ struct ActionPagesController: Sendable {
     /// The continue URL if its host is an authorized domain; never redirect anywhere else.
     private func authorizedContinueURL(_ url: String?) -> String? {
         guard let url, !url.isEmpty else { return nil }
-        return ActionCodeSettings.redirectTarget(url, authorizedDomains: actions.configuration.links.authorizedDomains)
+        return ActionCodeSettings.redirectTarget(url, authorizedDomains: configuration.links.authorizedDomains)
     }
 
     private func pageForm(_ kind: ActionKind, _ code: String, _ continueURL: String?) -> PageForm {
-        let token = actions.formToken(for: code)
+        let token = redemption.formToken(for: code)
         return PageForm(mode: kind.mode, oobCode: code, apiKey: apiKey, csrfToken: token, continueUrl: continueURL)
     }
 

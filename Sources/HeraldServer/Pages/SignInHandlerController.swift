@@ -6,9 +6,10 @@ import Mustache
 
 /// The hosted sign-in handler the Apple and Android SDKs open for a provider's web flow (`OAuthProvider`):
 /// `/__/auth/handler`, and `/emulator/auth/handler` where `useEmulator` sends them. The rules live in
-/// `Actions.signInHandler`; this turns its answers into redirects, the pending flow's cookie and pages.
+/// `ProvidersService.signInHandler`; this turns its answers into redirects, the pending flow's cookie and pages.
 struct SignInHandlerController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let providers: ProvidersService
     let pages: PageRenderer
     let chooser: MustacheTemplate
 
@@ -16,15 +17,16 @@ struct SignInHandlerController: Sendable {
     /// The sealed pending flow (HttpOnly, SameSite=Lax: the provider's redirect back is a top-level GET).
     static let cookieName = "herald_sign_in"
 
-    init(actions: Actions, pages: PageRenderer) throws {
-        self.actions = actions
+    init(configuration: HeraldConfiguration, providers: ProvidersService, pages: PageRenderer) throws {
+        self.configuration = configuration
+        self.providers = providers
         self.pages = pages
-        chooser = try PageRenderer.template(at: "\(actions.configuration.templatesDirectory)/pages/provider-chooser.html.mustache")
+        chooser = try PageRenderer.template(at: "\(configuration.templatesDirectory)/pages/provider-chooser.html.mustache")
     }
 
     var routes: RouteCollection<HeraldRequestContext> {
         let routes = RouteCollection(context: HeraldRequestContext.self)
-            .add(middleware: ClientAddressMiddleware(trustedProxies: actions.configuration.limits.trustedProxies))
+            .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
         for path in Self.paths { routes.get(RouterPath(path), use: handle) }
         return routes
     }
@@ -36,7 +38,7 @@ struct SignInHandlerController: Sendable {
             return pages.page(.error, language, "set providers.handlerUrl to the sign-in handler's public URL", .badRequest)
         }
         do {
-            let answer = try await actions.signInHandler(
+            let answer = try await providers.signInHandler(
                 query: rawQuery, cookie: request.cookies[Self.cookieName]?.value, handlerURL: handlerURL, clientIP: context.clientIP)
             switch answer {
             case .redirect(let location, let cookie):
@@ -60,10 +62,10 @@ struct SignInHandlerController: Sendable {
     /// `useEmulator`) — outside emulator mode only on loopback, where a forged Host header cannot send a provider's
     /// answer elsewhere.
     private func handlerURL(of request: Request) -> String? {
-        let configured = actions.configuration.providers.handlerURL
+        let configured = configuration.providers.handlerURL
         if !configured.isEmpty { return configured }
         guard let host = request.head.authority, !host.isEmpty, !host.contains("/"), !host.contains("@") else { return nil }
-        guard actions.configuration.server.emulatorMode || Self.isLoopback(host) else { return nil }
+        guard configuration.server.emulatorMode || Self.isLoopback(host) else { return nil }
         return "http://\(host)/\(request.uri.path.drop { $0 == "/" })"
     }
 
@@ -80,7 +82,7 @@ struct SignInHandlerController: Sendable {
         let afterScheme = handlerURL.range(of: "://").map { handlerURL[$0.upperBound...] } ?? handlerURL[...]
         let path = afterScheme.drop { $0 != "/" }.prefix { $0 != "?" && $0 != "#" }
         var cookie = "\(cookieName)=\(value); Path=\(path.isEmpty ? "/" : path); HttpOnly; SameSite=Lax"
-        cookie += "; Max-Age=\(value.isEmpty ? 0 : Int(Actions.approvalLifetime))"
+        cookie += "; Max-Age=\(value.isEmpty ? 0 : Int(ProvidersService.approvalLifetime))"
         if handlerURL.lowercased().hasPrefix("https://") { cookie += "; Secure" }
         return cookie
     }

@@ -10,7 +10,7 @@ import Hummingbird
 /// it shows a confirm page in the mail's language whose button posts. The token is signed per recipient, so
 /// it needs no CSRF token: only the mail's reader has it.
 struct UnsubscribeController: Sendable {
-    let actions: Actions
+    let feedback: FeedbackService
     let pages: PageRenderer
 
     var routes: RouteCollection<HeraldRequestContext> {
@@ -28,9 +28,8 @@ struct UnsubscribeController: Sendable {
     @Sendable func show(_ request: Request, context: HeraldRequestContext) async -> Response {
         let query = (try? request.uri.decodeQuery(as: Fields.self, context: context)) ?? Fields()
         guard let token = query.token, !token.isEmpty else { return pages.page(.error, query.lang, "invalid_unsubscribe", .badRequest) }
-        let actions = actions
         do {
-            let target = try await offload { try actions.unsubscribeTarget(token: token) }
+            let target = try await offload { try feedback.unsubscribeTarget(token: token) }
             let lang = query.lang ?? target.locale
             var form = PageForm(mode: "", oobCode: "", apiKey: "", csrfToken: "", continueUrl: nil)
             form.email = target.email
@@ -55,9 +54,8 @@ struct UnsubscribeController: Sendable {
         guard let token = form.token ?? query.token, !token.isEmpty else {
             return pages.page(.error, lang, "invalid_unsubscribe", .badRequest)
         }
-        let actions = actions
         do {
-            try await offload { _ = try actions.unsubscribe(token: token) }
+            try await offload { _ = try feedback.unsubscribe(token: token) }
         } catch let error as HeraldError where error.code == .unavailable {
             return pages.page(.error, lang, "unavailable", .serviceUnavailable)
         } catch let error as HeraldError where error.code == .invalidArgument {

@@ -7,11 +7,13 @@ import Logging
 /// The administrator's pages and calls: a campaign's HTML report, the audit as JSON lines, and retrying or
 /// cancelling outbox rows.
 struct AdminController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let sending: SendingService
+    let reports: ReportsService
 
     var routes: RouteCollection<HeraldRequestContext> {
         // The console links to the report and the audit exports: its session cookie may read them.
-        RouteCollection.adminOnly(actions.configuration.server, consoleReads: true)
+        RouteCollection.adminOnly(configuration.server, consoleReads: true)
             .get("campaigns/:id", use: campaignReport)
             .get("audit", use: audit)
             .post("messages:retry", use: retry)
@@ -62,8 +64,7 @@ struct AdminController: Sendable {
     @Sendable func retry(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let body = try await request.decode(as: RequeueBody.self, context: context)
         let filter = try body.filter()
-        let actions = actions
-        let result = try await offload { try actions.retryMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
+        let result = try await offload { try sending.retryMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
         return try FirebaseJSONEncoder.response(RequeueReply(result))
     }
 
@@ -71,18 +72,16 @@ struct AdminController: Sendable {
     @Sendable func cancel(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let body = try await request.decode(as: RequeueBody.self, context: context)
         let filter = try body.filter()
-        let actions = actions
-        let result = try await offload { try actions.cancelMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
+        let result = try await offload { try sending.cancelMessages(filter, actor: "admin-api", dryRun: body.dryRun ?? false) }
         return try FirebaseJSONEncoder.response(RequeueReply(result))
     }
 
     /// `GET /admin/campaigns/{id}`: the campaign's report as a standalone HTML page.
     @Sendable func campaignReport(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         guard let id = context.parameters.get("id", as: Int64.self) else { throw FirebaseError.notFound }
-        let actions = actions
         let html: String
         do {
-            html = try await offload { ReportFormatter.html(try actions.report(campaign: id)) }
+            html = try await offload { ReportFormatter.html(try reports.report(campaign: id)) }
         } catch let error as HeraldError where error.code == .notFound {
             throw FirebaseError.notFound
         }
@@ -96,6 +95,6 @@ struct AdminController: Sendable {
         guard let query = try? request.uri.decodeQuery(as: AuditQuery.self, context: context) else {
             throw HeraldError(.invalidArgument, "malformed query")
         }
-        return AuditStream.response(try query.filter(), format: try query.exportFormat(), actions: actions, logger: context.logger)
+        return AuditStream.response(try query.filter(), format: try query.exportFormat(), reports: reports, logger: context.logger)
     }
 }

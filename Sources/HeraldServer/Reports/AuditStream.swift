@@ -8,7 +8,7 @@ import Logging
 enum AuditStream {
     /// A producer thread reads rows and feeds the body in 32 KiB chunks, waiting while 16 are unsent;
     /// it stops the scan when the client has gone away. CSV comes as a download, with its header line.
-    static func response(_ filter: AuditFilter, format: AuditFormatter.Format = .jsonl, actions: Actions, logger: Logger) -> Response {
+    static func response(_ filter: AuditFilter, format: AuditFormatter.Format = .jsonl, reports: ReportsService, logger: Logger) -> Response {
         let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(16))
         DispatchQueue.global().async {
             /// Waits while the client is behind; throws when it has gone away.
@@ -24,7 +24,7 @@ enum AuditStream {
             }
             var pending = AuditFormatter.header(format).map { $0 + "\n" } ?? ""
             do {
-                try actions.audit(filter) { row in
+                try reports.audit(filter) { row in
                     pending += AuditFormatter.line(row, format) + "\n"
                     if pending.utf8.count > 32 * 1024 {
                         try send(pending)

@@ -10,10 +10,11 @@ import Hummingbird
 /// `{"emails":[…],"reason":…,"scope":…,"detail":…}` adds, and with a `text/csv` body imports (the good lines are
 /// added, the others listed in `rejectedLines`); `GET` and `DELETE` `/admin/suppressions/{email}` read and remove one.
 struct SuppressionsController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let feedback: FeedbackService
 
     var routes: RouteCollection<HeraldRequestContext> {
-        RouteCollection.adminOnly(actions.configuration.server)
+        RouteCollection.adminOnly(configuration.server)
             .get("suppressions", use: list)
             .post("suppressions", use: add)
             .get("suppressions/:email", use: show)
@@ -73,12 +74,11 @@ struct SuppressionsController: Sendable {
             throw HeraldError(.invalidArgument, "malformed query")
         }
         let reason = try query.reason.map(Self.reason)
-        if query.format == "csv" { return Self.csv(actions: actions, reason: reason) }
+        if query.format == "csv" { return Self.csv(feedback: feedback, reason: reason) }
         guard query.format == nil || query.format == "json" else { throw HeraldError(.invalidArgument, "format must be json or csv") }
         let limit = query.limit ?? 1000
         guard (1...10_000).contains(limit) else { throw HeraldError(.invalidArgument, "limit must be 1 to 10000") }
-        let actions = actions
-        let page = try await offload { try actions.suppressions(reason: reason, after: query.after, limit: limit) }
+        let page = try await offload { try feedback.suppressions(reason: reason, after: query.after, limit: limit) }
         return try FirebaseJSONEncoder.response(
             Page(suppressions: page.map(Entry.init), next: page.count == limit ? page.last?.email : nil))
     }
@@ -96,22 +96,19 @@ struct SuppressionsController: Sendable {
             }
             return scope
         }
-        let actions = actions
-        let added = try await offload { try actions.suppress(emails: body.emails, reason: reason, scope: scope, detail: body.detail) }
+        let added = try await offload { try feedback.suppress(emails: body.emails, reason: reason, scope: scope, detail: body.detail) }
         return try FirebaseJSONEncoder.response(Added(added: added, alreadySuppressed: Set(body.emails.map { $0.lowercased() }).count - added))
     }
 
     @Sendable func show(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let email = try Self.email(context)
-        let actions = actions
-        guard let entry = try await offload({ try actions.suppression(email: email) }) else { throw FirebaseError.notFound }
+        guard let entry = try await offload({ try feedback.suppression(email: email) }) else { throw FirebaseError.notFound }
         return try FirebaseJSONEncoder.response(Entry(entry))
     }
 
     @Sendable func remove(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let email = try Self.email(context)
-        let actions = actions
-        guard try await offload({ try actions.unsuppress(email: email) }) else { throw FirebaseError.notFound }
+        guard try await offload({ try feedback.unsuppress(email: email) }) else { throw FirebaseError.notFound }
         return try FirebaseJSONEncoder.response(Removed(removed: true))
     }
 
@@ -120,14 +117,13 @@ struct SuppressionsController: Sendable {
         var request = request
         let body = try await request.collectBody(upTo: 16 << 20)
         let (entries, problems) = SuppressionCSV.parse(String(buffer: body), defaultReason: .manual)
-        let actions = actions
-        let added = try await offload { try actions.suppress(entries) }
+        let added = try await offload { try feedback.suppress(entries) }
         let result = Added(added: added, alreadySuppressed: entries.count - added, rejectedLines: problems.isEmpty ? nil : problems)
         return try FirebaseJSONEncoder.response(result)
     }
 
     /// The whole list as CSV, read a page at a time on a producer thread, in bounded memory.
-    private static func csv(actions: Actions, reason: Suppression.Reason?) -> Response {
+    private static func csv(feedback: FeedbackService, reason: Suppression.Reason?) -> Response {
         let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(4))
         DispatchQueue.global().async {
             /// Waits while the client is behind; false when it has gone away.
@@ -145,7 +141,7 @@ struct SuppressionsController: Sendable {
             var more = send(SuppressionCSV.header + "\n")
             while more {
                 do {
-                    let page = try actions.suppressions(reason: reason, after: after, limit: 10_000)
+                    let page = try feedback.suppressions(reason: reason, after: after, limit: 10_000)
                     more = send(page.map { SuppressionCSV.line($0) + "\n" }.joined()) && page.count == 10_000
                     after = page.last?.email
                 } catch {

@@ -6,12 +6,12 @@ import Hummingbird
 /// `POST /securetoken.googleapis.com/v1/token` (and `/v1/token`): the SDKs exchange a refresh token for a
 /// fresh ID token, form-encoded (JS, Android) or as JSON (iOS).
 struct SecureTokenController: Sendable {
-    let actions: Actions
+    let configuration: HeraldConfiguration
+    let sessions: SessionsService
 
     static let paths: [RouterPath] = ["securetoken.googleapis.com/v1/token", "v1/token"]
 
     var routes: RouteCollection<HeraldRequestContext> {
-        let configuration = actions.configuration
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
@@ -24,8 +24,8 @@ struct SecureTokenController: Sendable {
         var request = request
         let body = try await request.collectBody(upTo: context.maxUploadSize)
         let grant = try GrantBody(Data(body.readableBytesView), contentType: request.headers[.contentType])
-        let session = try await actions.refresh(grantType: grant.grantType, refreshToken: grant.refreshToken)
-        return TokenReply(session, projectID: actions.configuration.project.id)
+        let session = try await sessions.refresh(grantType: grant.grantType, refreshToken: grant.refreshToken)
+        return TokenReply(session, projectID: configuration.project.id)
     }
 }
 

@@ -44,7 +44,7 @@ import Testing
 
     @Test func anAppCannotTellWhetherAnAddressHasAnAccount() async throws {
         let server = try TestServer()
-        _ = try server.actions.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        _ = try server.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let app = try server.application()
         try await app.test(.router) { client in
             for email in ["ada@example.com", "nobody@example.org"] {

@@ -8,7 +8,7 @@ public struct RequeueResult: Sendable, Hashable {
     public let dryRun: Bool
 }
 
-extension Actions {
+extension SendingService {
     /// States a retry may take rows from, and the ones it takes by default.
     public static let retryableStates: Set<OutboxState> = [.failed, .dead, .expired, .cancelled]
     public static let defaultRetryStates: Set<OutboxState> = [.failed, .dead]

@@ -35,7 +35,7 @@ public struct IdpSignInResult: Sendable {
     public let session: Session?
 }
 
-extension Actions {
+extension ProvidersService {
     /// Verifies the provider's assertion, then applies Firebase's account rules (`IdpDecision`).
     ///
     /// In emulator mode any provider id is accepted with the Firebase emulator's unsigned assertions; otherwise
@@ -49,8 +49,8 @@ extension Actions {
         let received = try IdpAssertion(postBody: request.postBody, requestUri: request.requestUri)
         // Forged or stale assertions count as failed sign-ins of the client, as wrong passwords do.
         if let ip = request.visitor.ip, !clientFailures.allows(ip, now: now) {
-            let refusal = LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut)
-            throw try await offload { self.refused(refusal, now: now) }
+            let refusal = LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: AccountsService.lockedOut)
+            throw try await offload { self.refusals.refused(refusal, now: now) }
         }
         let (identity, rawUserInfo, trusted): (FederatedIdentity, String, Bool)
         let assertion: IdpAssertion
@@ -61,7 +61,7 @@ extension Actions {
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }
             throw error
         }
-        let linkingUID: String? = if let token = request.idToken { try await account(forIDToken: token).uid } else { nil }
+        let linkingUID: String? = if let token = request.idToken { try await sessions.account(forIDToken: token).uid } else { nil }
         let store = store
         let outcome = try await offload {
             try store.signIn(with: identity, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
@@ -69,19 +69,13 @@ extension Actions {
         guard !outcome.needsConfirmation else {
             return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: nil)
         }
-        let session = try await session(for: outcome.account, provider: identity.providerId, now: now)
+        let session = try await sessions.session(for: outcome.account, provider: identity.providerId, now: now)
         return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: session)
-    }
-
-    /// The provider identities linked to an account (lookup's `providerUserInfo`).
-    public func identities(of uid: String) throws -> [FederatedIdentity] {
-        try store.identities(uid: uid)
     }
 
     /// The identity an assertion proves, its raw user info, and whether its verified email proves the address.
     private func verify(_ assertion: IdpAssertion) async throws -> (FederatedIdentity, String, Bool) {
-        let providers = configuration.providers
-        if configuration.server.emulatorMode {
+        if emulatorMode {
             // As the emulator: any provider, unsigned claims, and a verified email is taken at its word.
             let (identity, raw) = try assertion.emulatorIdentity()
             return (identity, raw, true)

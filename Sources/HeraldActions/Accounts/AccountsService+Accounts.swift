@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 
 /// Accounts and credentials, when Herald owns the accounts (`accounts.owner: herald`).
-extension Actions {
+extension AccountsService {
     /// Creates an account: an app signs itself up (email and password required, then signed in);
     /// an administrator may set the uid, verification and disabled flags.
     ///
@@ -14,13 +14,13 @@ extension Actions {
     {
         if caller == .app, let ip = clientIP, !signUpLimiter.take(ip, now: now) {
             let refusal = LimitRefusal(counter: "signup-ip", key: IPNetwork.ledgerKey(ip), error: HeraldError(.tooManyAttempts, ""))
-            throw try await offload { self.refused(refusal, now: now) }
+            throw try await offload { self.refusals.refused(refusal, now: now) }
         }
         let account = try await offload { try self.createAccount(request, as: caller, now: now) }
         guard caller == .app else { return SignUpResult(account: account, session: nil) }
         // A guest's session is Firebase's `anonymous` sign-in.
         let provider = account.email == nil ? "anonymous" : "password"
-        return SignUpResult(account: account, session: try await session(for: account, provider: provider, now: now))
+        return SignUpResult(account: account, session: try await sessions.session(for: account, provider: provider, now: now))
     }
 
     /// Creates the account of a sign-up (see `signUp`), without a session.
@@ -63,18 +63,18 @@ extension Actions {
                 try self.checkPassword(email: email, password: password, now: now)
             }
         }
-        return try await session(for: account, now: now)
+        return try await sessions.session(for: account, now: now)
     }
 
     /// Runs a password check unless the address or the client has failed too often; counts its failures.
     private func guardingGuesses<T>(email: String?, clientIP: String?, now: Date, _ check: () throws -> T) throws -> T {
         let address = email?.lowercased() ?? ""
         if !address.isEmpty, !accountFailures.allows(address, now: now) {
-            throw refused(
+            throw refusals.refused(
                 LimitRefusal(counter: "signin-account", key: EmailAddress.ledgerKey(address), error: Self.lockedOut), now: now)
         }
         if let ip = clientIP, !clientFailures.allows(ip, now: now) {
-            throw refused(LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)
+            throw refusals.refused(LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: Self.lockedOut), now: now)
         }
         do {
             return try check()
@@ -97,7 +97,7 @@ extension Actions {
         guard let email else { throw HeraldError(.missingEmail, "") }
         guard (try? EmailAddress(email)) != nil else { throw HeraldError(.invalidEmail, "") }
         guard let password, !password.isEmpty else { throw HeraldError(.missingPassword, "") }
-        let protected = configuration.server.enumerationProtection
+        let protected = server.enumerationProtection
         guard var account = try store.account(email: email.lowercased()) else {
             PasswordHasher.spendVerificationTime(password)
             throw HeraldError(protected ? .invalidLoginCredentials : .emailNotFound, "")
@@ -179,7 +179,7 @@ extension Actions {
             throw HeraldError(.invalidContinueURI, "")
         }
         let sessionId = given.flatMap { $0.isEmpty ? nil : $0 } ?? ActionCode.generate().plaintext
-        guard !configuration.server.enumerationProtection, ownsAccounts else {
+        guard !server.enumerationProtection, ownsAccounts else {
             return AuthURIResult(sessionId: sessionId, registered: nil, allProviders: nil, signinMethods: nil)
         }
         let account = try store.account(email: address.value)
@@ -189,6 +189,11 @@ extension Actions {
         methods += (account?.providers ?? []).filter { $0 != "password" && $0 != "emailLink" }
         return AuthURIResult(
             sessionId: sessionId, registered: account != nil, allProviders: account?.providers ?? [], signinMethods: methods)
+    }
+
+    /// The provider identities linked to an account (lookup's `providerUserInfo`).
+    public func identities(of uid: String) throws -> [FederatedIdentity] {
+        try store.identities(uid: uid)
     }
 
     /// Every account, oldest first (`herald accounts list`).

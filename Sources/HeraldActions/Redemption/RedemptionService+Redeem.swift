@@ -31,7 +31,7 @@ public enum LinkCheck: Sendable, Hashable {
 
 /// Redeeming codes: verify, consume, supersede siblings and apply the effect, each in one named
 /// store transaction; every outcome is recorded with the visitor.
-extension Actions {
+extension RedemptionService {
     /// What a usable code is for, without consuming it.
     ///
     /// - Throws: `MISSING_OOB_CODE`, `INVALID_OOB_CODE` (recorded as a rejected attempt), `EXPIRED_OOB_CODE`.
@@ -75,7 +75,7 @@ extension Actions {
         try requireAccountOwnership("applying a verification code")
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let (account, record) = try checkingCode(visitor, now: now) { try store.redeemVerification(code, visitor: $0, now: now) }
-        forgetEmulatorCode(code)
+        codes.forgetEmulatorCode(code)
         return (account, CodeInfo(record))
     }
 
@@ -100,7 +100,7 @@ extension Actions {
         let account = try checkingCode(visitor, now: now) {
             try store.redeemPasswordReset(code, passwordHash: hash, visitor: $0, now: max(now, Date()))
         }
-        forgetEmulatorCode(code)
+        codes.forgetEmulatorCode(code)
         return account
     }
 
@@ -113,7 +113,7 @@ extension Actions {
         email: String?, code: String?, idToken: String?, visitor: Visitor, now: Date = Date()
     ) async throws -> (session: Session, isNewUser: Bool) {
         try requireAccountOwnership("signInWithEmailLink")
-        let linkTo: Account? = if let idToken { try await account(forIDToken: idToken) } else { nil }
+        let linkTo: Account? = if let idToken { try await sessions.account(forIDToken: idToken) } else { nil }
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let store = store
@@ -122,8 +122,8 @@ extension Actions {
                 try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: $0, now: now)
             }
         }
-        forgetEmulatorCode(code)
-        return (try await session(for: redemption.account), redemption.isNewUser)
+        codes.forgetEmulatorCode(code)
+        return (try await sessions.session(for: redemption.account), redemption.isNewUser)
     }
 
     /// Consumes a code for the app that owns the accounts (`accounts.owner: app`) and records the
@@ -141,7 +141,7 @@ extension Actions {
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
         let record = try checkingCode(visitor, now: now) { try store.consume(code, expecting: Set(ActionKind.allCases), visitor: $0, now: now) }
         let info = CodeInfo(record)
-        forgetEmulatorCode(code)
+        codes.forgetEmulatorCode(code)
         return info
     }
 

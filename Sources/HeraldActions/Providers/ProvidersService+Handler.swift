@@ -20,7 +20,7 @@ public struct ProviderChooser: Sendable {
     public let query: [(String, String)]
 }
 
-extension Actions {
+extension ProvidersService {
     /// How long a browser may take at the provider (the pending flow's cookie lives as long).
     public static let approvalLifetime: TimeInterval = 600
     /// How long the app may take to present the handler's answer to `verifyAssertion`.
@@ -56,12 +56,12 @@ extension Actions {
         if let state = query["state"], query["code"] != nil || query["error"] != nil {
             return try await oidcReturn(state: state, query: query, cookie: cookie, now: now)
         }
-        let start = try HandlerStart(query: query, apiKey: configuration.project.apiKey)
-        if configuration.server.emulatorMode {
+        let start = try HandlerStart(query: query, apiKey: apiKey)
+        if emulatorMode {
             return try await emulatorHandler(start, query: query, handlerURL: handlerURL)
         }
         let flow = start.flow
-        guard configuration.providers.appCallbacks.contains(flow.app.callbackName) else {
+        guard providers.appCallbacks.contains(flow.app.callbackName) else {
             throw HeraldError(
                 .invalidArgument,
                 "the app '\(flow.app.callbackName)' may not receive sign-ins: add it to providers.appCallbacks")
@@ -73,7 +73,7 @@ extension Actions {
                 throw HeraldError(.tooManyAttempts, "too many sign-ins from this network; try again later")
             }
             var pending = PendingApproval(flow: flow, callback: handlerURL, expires: now.addingTimeInterval(Self.approvalLifetime))
-            if flow.providerId == "twitter.com", let twitter = configuration.providers.twitter {
+            if flow.providerId == "twitter.com", let twitter = providers.twitter {
                 let verifier = TwitterVerifier(settings: twitter)
                 let (token, secret) = try await offload { try verifier.requestToken(callback: handlerURL) }
                 pending.requestToken = token
@@ -81,7 +81,7 @@ extension Actions {
                 let url = verifier.authorizationURL(requestToken: token, parameters: start.customParameters.sorted { $0.key < $1.key })
                 return .redirect(url, cookie: try handlerSeal.seal(pending, purpose: Self.pendingPurpose))
             }
-            if let provider = configuration.providers.oidc(flow.providerId), provider.hasWebFlow {
+            if let provider = providers.oidc(flow.providerId), provider.hasWebFlow {
                 let state = ActionCode.generate().plaintext
                 let nonce = ActionCode.generate().plaintext
                 let verifier = ActionCode.generate().plaintext  // 43 characters: RFC 7636 wants 43-128
@@ -111,7 +111,7 @@ extension Actions {
     private func twitterReturn(token: String, query: [String: String], cookie: String?, now: Date) async throws -> HandlerAnswer {
         let pending = try pendingApproval(cookie, now: now)
         guard let requestToken = pending.requestToken, let requestSecret = pending.requestSecret, Secret.equal(requestToken, token),
-            let twitter = configuration.providers.twitter
+            let twitter = providers.twitter
         else { throw Self.staleHandler }
         return await finish(pending) {
             guard let verifier = query["oauth_verifier"], query["denied"] == nil else {
@@ -129,7 +129,7 @@ extension Actions {
     /// An OIDC provider returned the browser with an authorization code (or an `error`).
     private func oidcReturn(state: String, query: [String: String], cookie: String?, now: Date) async throws -> HandlerAnswer {
         let pending = try pendingApproval(cookie, now: now)
-        guard let expected = pending.state, Secret.equal(expected, state), let provider = configuration.providers.oidc(pending.flow.providerId)
+        guard let expected = pending.state, Secret.equal(expected, state), let provider = providers.oidc(pending.flow.providerId)
         else { throw Self.staleHandler }
         return await finish(pending) {
             guard let code = query["code"], query["error"] == nil else {

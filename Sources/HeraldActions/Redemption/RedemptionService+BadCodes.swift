@@ -3,7 +3,7 @@ import HeraldCore
 
 /// Attempts with codes that do not exist: counted per hour (never a row each), and past a client network's
 /// `limits.ipBadCodesPerMinute` not recorded at all; the answer stays the same, so a scanner learns nothing.
-extension Actions {
+extension RedemptionService {
     /// Runs a redemption for `visitor`, counting its outcome (`herald_redemptions_total`) and charging the visitor's
     /// network when the code is bad.
     func checkingCode<T>(_ visitor: Visitor, now: Date, _ body: (Visitor) throws -> T) throws -> T {

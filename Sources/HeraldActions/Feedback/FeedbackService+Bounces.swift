@@ -13,7 +13,7 @@ public enum BounceIngestResult: Sendable, Equatable {
     case unmatched(BounceReport?)
 }
 
-extension Actions {
+extension FeedbackService {
     /// Reads one message delivered to a bounce address and records it against the outbox row it names.
     ///
     /// The row comes from the VERP address only (`bounces+<id>-<mac>@<bounces.domain>`): first the envelope
@@ -69,7 +69,7 @@ extension Actions {
         for id in ids.prefix(100) {
             let feedback = MailFeedback(outboxID: id, kind: feedbackKind(report.kind), status: report.status, diagnostic: report.diagnostic)
             let outcome = try store.recordFeedback(
-                feedback, softLimit: configuration.bounces.softLimit, softWindow: configuration.bounces.softWindow, now: now)
+                feedback, softLimit: bounces.softLimit, softWindow: bounces.softWindow, now: now)
             if let outcome {
                 outcomes.append(outcome)
                 logger.info(

@@ -51,7 +51,32 @@ public struct CampaignImport: Sendable {
     public let rejectsPath: String
 }
 
-extension Actions {
+/// Campaigns: one action to many recipients, imported from a CSV file or the account store through the
+/// sending rules, then paced by the worker; listing, pausing, resuming and cancelling them.
+///
+/// ```swift
+/// let created = try actions.campaigns.createCampaign(CampaignRequest(name: "welcome", kind: .verifyEmail, source: .csv(path: "list.csv")))
+/// ```
+public final class CampaignsService: Sendable, AccountOwnership {
+    let store: any HeraldStore
+    /// Whether Herald stores the accounts (`accounts.owner: herald`).
+    public let ownsAccounts: Bool
+    let links: HeraldConfiguration.Links
+    /// The right-hand side of every Message-ID: the sender's domain.
+    let messageDomain: String
+    /// Signalled when a campaign resumes, so a worker in this process claims its rows at once.
+    let queued: QueueSignal
+
+    init(_ parts: ServiceParts) {
+        store = parts.store
+        ownsAccounts = parts.ownsAccounts
+        links = parts.configuration.links
+        messageDomain = parts.messageDomain
+        queued = parts.queued
+    }
+}
+
+extension CampaignsService {
     /// Creates a campaign (or resumes its import) and queues its recipients, each through the
     /// sending rules as an admin caller; refused rows go to the rejects file with the rule's code.
     ///
@@ -62,7 +87,7 @@ extension Actions {
             throw HeraldError(.argumentError, "campaigns send verify-email, reset-password or sign-in")
         }
         let settings = ActionCodeSettings(url: request.continueURL, handleCodeInApp: request.kind == .signIn)
-        try settings.validate(for: request.kind, authorizedDomains: configuration.links.authorizedDomains)
+        try settings.validate(for: request.kind, authorizedDomains: links.authorizedDomains)
         let sourceName: String
         switch request.source {
         case .csv(let path):
@@ -77,7 +102,7 @@ extension Actions {
             linkLifetime: request.linkLifetime, source: sourceName, now: Date())
         let kind = request.kind
         let importer = try CampaignImporter(
-            store: store, campaign: campaign, defaultLocale: configuration.links.defaultLocale, messageDomain: messageDomain
+            store: store, campaign: campaign, defaultLocale: links.defaultLocale, messageDomain: messageDomain
         ) { [self] emails in try campaignRefusals(kind, emails) }
         let summary: CampaignImportSummary
         let rejectsPath: String
@@ -99,7 +124,7 @@ extension Actions {
         if ownsAccounts, kind != .signIn {
             let standings = try store.standings(emails: emails)
             for email in emails {
-                if let refusal = Self.accountRefusal(kind, standings[email]) { refusals[email] = refusal }
+                if let refusal = SendingService.accountRefusal(kind, standings[email]) { refusals[email] = refusal }
             }
         }
         for (email, suppression) in try store.suppressions(emails: emails) where refusals[email] == nil {

@@ -17,13 +17,28 @@ public struct WebhookEndpointReport: Sendable, Hashable {
 }
 
 /// Webhooks from an operator's side: what each endpoint has been told, a test POST, and replays.
-extension Actions {
+///
+/// ```swift
+/// let answer = try actions.webhooks.testWebhook(named: "crm")
+/// ```
+public final class WebhooksService: Sendable {
+    let store: any HeraldStore
+    /// The configured endpoints (`webhooks:`).
+    let webhooks: HeraldConfiguration.Webhooks
+
+    init(store: any HeraldStore, configuration webhooks: HeraldConfiguration.Webhooks) {
+        self.store = store
+        self.webhooks = webhooks
+    }
+}
+
+extension WebhooksService {
     /// Every configured endpoint, and any the ledger still holds deliveries for, with counts and the last error.
     public func webhookReports() throws -> [WebhookEndpointReport] {
         let summaries = Dictionary(try store.webhookSummaries().map { ($0.endpoint, $0) }, uniquingKeysWith: { $1 })
-        let names = Set(configuration.webhooks.endpoints.map(\.name)).union(summaries.keys).sorted()
+        let names = Set(webhooks.endpoints.map(\.name)).union(summaries.keys).sorted()
         return names.map { name in
-            let endpoint = configuration.webhooks.endpoint(named: name)
+            let endpoint = webhooks.endpoint(named: name)
             let none = WebhookEndpointSummary(
                 endpoint: name, queued: 0, delivered: 0, dead: 0, oldestQueuedAt: nil, lastDeliveredAt: nil, lastError: nil, lastErrorAt: nil)
             return WebhookEndpointReport(
@@ -36,8 +51,8 @@ extension Actions {
     ///
     /// - Throws: `ARGUMENT_ERROR` for an endpoint that is not configured; `UNAVAILABLE` when it cannot be reached.
     public func testWebhook(named name: String, now: Date = Date()) throws -> WebhookPoster.Answer {
-        guard let endpoint = configuration.webhooks.endpoint(named: name) else {
-            let known = configuration.webhooks.endpoints.map(\.name).joined(separator: ", ")
+        guard let endpoint = webhooks.endpoint(named: name) else {
+            let known = webhooks.endpoints.map(\.name).joined(separator: ", ")
             throw HeraldError(.argumentError, "no webhook endpoint '\(name)' is configured (configured: \(known.isEmpty ? "none" : known))")
         }
         let id = UUID().uuidString.lowercased()
@@ -45,7 +60,7 @@ extension Actions {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(body), as: UTF8.self)
-        return try WebhookPoster(timeout: configuration.webhooks.timeout).post(
+        return try WebhookPoster(timeout: webhooks.timeout).post(
             endpoint, body: json, eventID: id, type: "test", delivery: nil, attempt: 1, now: now)
     }
 

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 
 /// A signed-in user's own account: the SDKs' `updateEmail`, `updatePassword`, `updateProfile` and `delete`.
-extension Actions {
+extension AccountsService {
     /// Applies the user's own changes in one transaction. A new email is unproven, ends every session and
     /// sends the old address a RECOVER_EMAIL link that changes it back; a new password ends every session too.
     /// The answer carries a new session whenever the old one ended (or `returnSecureToken` asks).
@@ -16,23 +16,22 @@ extension Actions {
     ///   `OPERATION_NOT_ALLOWED` for an email change under enumeration protection (verify the new address
     ///   first: VERIFY_AND_CHANGE_EMAIL), as Firebase answers.
     public func updateOwnAccount(idToken: String?, _ edit: ProfileEdit, now: Date = Date()) async throws -> ProfileUpdate {
-        let (current, claims) = try await signedIn(idToken)
+        let (current, claims) = try await sessions.signedIn(idToken)
         let newEmail = try edit.email.map { try EmailAddress($0).value }
         if (newEmail != nil && newEmail != current.email) || edit.password != nil || edit.deleteAttributes.contains("PASSWORD") {
             try Self.requireRecentSignIn(claims, now: now)
         }
         // Giving a guest (no email yet) an address changes nothing anyone could be told about: only a change counts.
-        if let newEmail, let oldEmail = current.email, newEmail != oldEmail, configuration.server.enumerationProtection {
+        if let newEmail, let oldEmail = current.email, newEmail != oldEmail, server.enumerationProtection {
             throw HeraldError(.operationNotAllowed, "Please verify the new email before changing email.")
         }
         if let password = edit.password { try PasswordHasher.checkStrength(password) }
         if let newEmail, let oldEmail = current.email, newEmail != oldEmail {
             // The change sends its recovery notice whatever happens, so the change is what the account's and the
             // project's hourly quotas count: changing back and forth cannot mail an address without end.
-            let limits = configuration.limits
             let quota = SendQuota(
                 projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: current.uid)
-            try await offload { try self.limited(now: now) { try self.store.chargeQuota(quota, now: now) } }
+            try await offload { try self.refusals.limited(now: now) { try self.store.chargeQuota(quota, now: now) } }
         }
         let displayName = try edit.displayName.map(DisplayName.validate)
         let store = store
@@ -81,14 +80,14 @@ extension Actions {
         let sessionEnded = account.validSince > before.validSince
         guard sessionEnded || edit.returnSecureToken else { return ProfileUpdate(account: account, session: nil) }
         let provider = edit.password != nil ? "password" : claims.signInProvider
-        return ProfileUpdate(account: account, session: try await session(for: account, provider: provider))
+        return ProfileUpdate(account: account, session: try await sessions.session(for: account, provider: provider))
     }
 
     /// Deletes the signed-in user's own account.
     ///
     /// - Throws: the ID token's errors, `CREDENTIAL_TOO_OLD_LOGIN_AGAIN`.
     public func deleteOwnAccount(idToken: String?, now: Date = Date()) async throws {
-        let (account, claims) = try await signedIn(idToken)
+        let (account, claims) = try await sessions.signedIn(idToken)
         try Self.requireRecentSignIn(claims, now: now)
         try await offload { try self.deleteAccount(uid: account.uid) }
     }
@@ -108,10 +107,10 @@ extension Actions {
     private func sendRecovery(of account: Account, from oldEmail: String, to newEmail: String, locale: String?, now: Date) async throws {
         let action = try ActionRequest(
             kind: .recoverEmail, email: oldEmail, newEmail: newEmail, locale: locale.flatMap { try? LocaleTag($0).value },
-            displayName: account.displayName, links: configuration.links)
+            displayName: account.displayName, links: links)
         try await offload {
-            if self.configuration.server.emulatorMode {
-                _ = try self.mintListedCode(action, now: now)
+            if self.server.emulatorMode {
+                _ = try self.codes.mintListedCode(action, now: now)
             } else {
                 _ = try self.store.enqueue(
                     action, messageDomain: self.messageDomain, throttle: SendThrottle(cooldown: 0, dailyCap: Int.max), now: now)

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 
-extension Actions {
+extension FeedbackService {
     /// One page of the suppression list, in address order after `after`.
     public func suppressions(reason: Suppression.Reason? = nil, after: String? = nil, limit: Int = 1000) throws -> [Suppression] {
         try store.listSuppressions(reason: reason, after: after?.lowercased(), limit: max(1, min(limit, 10_000)))

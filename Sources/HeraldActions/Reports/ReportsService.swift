@@ -2,8 +2,20 @@ import Foundation
 import HeraldCore
 import HeraldStore
 
-/// Reading the ledger: messages, campaign reports and the audit.
-extension Actions {
+/// Reading the ledger: messages, campaign reports, the audit, refused requests and the outbox's counts.
+///
+/// ```swift
+/// let report = try actions.reports.report(campaign: 1)
+/// ```
+public final class ReportsService: Sendable {
+    let store: any HeraldStore
+
+    init(store: any HeraldStore) {
+        self.store = store
+    }
+}
+
+extension ReportsService {
     /// Outbox rows in id order, optionally filtered by state and address.
     public func messages(state: OutboxState? = nil, email: EmailAddress? = nil) throws -> [OutboxMessage] {
         try store.messages(state: state, email: email, limit: nil)
@@ -27,5 +39,12 @@ extension Actions {
     /// Refused requests and unknown-code visits per counter, key and hour, newest first (`herald throttles`).
     public func abuseCounts(since: Date) throws -> [AbuseCount] {
         try store.abuseCounts(since: since)
+    }
+
+    /// The outbox counted by state, action and campaign, read off the cooperative pool: `/metrics`'s queue depth
+    /// and campaign progress, computed when scraped.
+    public func outboxCounts() async throws -> [OutboxCount] {
+        let store = store
+        return try await offload { try store.outboxCounts() }
     }
 }

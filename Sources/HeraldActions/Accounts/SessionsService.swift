@@ -1,10 +1,49 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import Synchronization
 
 /// ID tokens and refresh tokens: every sign-in ends here, and every call that names the caller by an
 /// ID token starts here. Signing is asynchronous (jwt-kit), store work is offloaded.
-extension Actions {
+///
+/// ```swift
+/// let account = try await actions.sessions.account(forIDToken: idToken)
+/// let session = try await actions.sessions.session(for: account)
+/// ```
+public final class SessionsService: Sendable, AccountOwnership {
+    let store: any HeraldStore
+    /// Whether Herald stores the accounts (`accounts.owner: herald`).
+    public let ownsAccounts: Bool
+    /// `tokens.keyFile`, and the project the tokens are issued for.
+    let signingKeyPath: String
+    let projectID: String
+    /// The ID-token keys, read (or created) on first use: commands that never sign need no key file.
+    private let idTokenKeys = Mutex<IDTokens?>(nil)
+
+    init(configuration: HeraldConfiguration, store: any HeraldStore) {
+        self.store = store
+        ownsAccounts = configuration.accounts.owner == .herald
+        signingKeyPath = configuration.signingKeyPath
+        projectID = configuration.project.id
+    }
+
+    /// The keys that sign and verify ID tokens, from `tokens.keyFile` (created with a fresh key when absent).
+    /// `herald serve` calls this at start-up, so a bad key file stops it before it listens.
+    ///
+    /// - Throws: `INVALID_CONFIGURATION` for a key file that cannot be read, written or parsed.
+    @discardableResult
+    public func idTokens() throws -> IDTokens {
+        try idTokenKeys.withLock { keys in
+            if let keys { return keys }
+            let file = try SigningKeyFile.openOrCreate(path: signingKeyPath)
+            let loaded = try IDTokens(file: file, projectID: projectID)
+            keys = loaded
+            return loaded
+        }
+    }
+}
+
+extension SessionsService {
     /// The account an ID token belongs to, if the token is genuine, current and not revoked.
     ///
     /// - Throws: `MISSING_ID_TOKEN`, `INVALID_ID_TOKEN`, `TOKEN_EXPIRED` (also when issued before the

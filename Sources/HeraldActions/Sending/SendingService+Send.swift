@@ -3,7 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 
-extension Actions {
+extension SendingService {
     /// Sends one action: validates it, applies the account rules, enumeration protection, the
     /// cooldown and the daily cap, then queues it durably (or, for admins, returns the link).
     ///
@@ -13,14 +13,14 @@ extension Actions {
     /// - Throws: `HeraldError` with Firebase's codes.
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) throws -> SendResult {
         let started = ContinuousClock.now
-        switch try limited(now: now, { try plan(request, as: caller, now: now) }) {
+        switch try refusals.limited(now: now, { try plan(request, as: caller, now: now) }) {
         case .queue(let action, let quota):
-            let id = try limited(now: now) {
+            let id = try refusals.limited(now: now) {
                 try store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
             }
             return queued(action, id: id, as: caller, since: started)
         case .silent(let action, let reason, let quota):
-            try limited(now: now) { try store.recordSuppressed(action, reason: reason, throttle: throttle, quota: quota, now: now) }
+            try refusals.limited(now: now) { try store.recordSuppressed(action, reason: reason, throttle: throttle, quota: quota, now: now) }
             return silent(action, since: started)
         case .listed(let action, let returnLink):
             return try listed(action, returnLink: returnLink, now: now)
@@ -40,7 +40,7 @@ extension Actions {
     public func send(_ request: SendRequest, as caller: Caller, now: Date = Date()) async throws -> SendResult {
         var request = request
         if let token = request.idToken, ownsAccounts, request.kind == .verifyEmail || request.kind == .verifyAndChangeEmail {
-            request.signedIn = try await account(forIDToken: token)
+            request.signedIn = try await sessions.account(forIDToken: token)
         }
         let resolved = request
         let inPlace = !ownsAccounts && store.answersSuppressionsInPlace
@@ -48,17 +48,17 @@ extension Actions {
         // blocking send as the CLI's, on one blocking thread.
         if !inPlace && !store.suspendsDurableWrites { return try await offload { try self.send(resolved, as: caller, now: now) } }
         let started = ContinuousClock.now
-        let step = try await limited(now: now) {
+        let step = try await refusals.limited(now: now) {
             inPlace ? try self.plan(resolved, as: caller, now: now) : try await offload { try self.plan(resolved, as: caller, now: now) }
         }
         switch step {
         case .queue(let action, let quota):
-            let id = try await limited(now: now) {
+            let id = try await refusals.limited(now: now) {
                 try await store.enqueue(action, messageDomain: messageDomain, throttle: throttle, quota: quota, now: now)
             }
             return queued(action, id: id, as: caller, since: started)
         case .silent(let action, let reason, let quota):
-            try await limited(now: now) {
+            try await refusals.limited(now: now) {
                 try await store.recordSuppressed(action, reason: reason, throttle: throttle, quota: quota, now: now)
             }
             // The wait is a thread's sleep, as the blocking send's: its spread is what the matcher was measured with.
@@ -94,21 +94,21 @@ extension Actions {
         var target = try resolve(request, as: caller)
         let action = try ActionRequest(
             kind: request.kind, email: target.email, newEmail: target.newEmail, settings: request.settings, locale: request.locale,
-            displayName: request.displayName ?? target.displayName, links: configuration.links)
+            displayName: request.displayName ?? target.displayName, links: links)
         // Mail only: an admin's returned link and an emulator's listed code send nothing.
-        if target.refusal == nil, !request.returnLink, !configuration.server.emulatorMode {
+        if target.refusal == nil, !request.returnLink, !server.emulatorMode {
             target.refusal = try suppressionRefusal(action.recipient.value)
         }
         let quota = caller == .app ? sendQuota(for: target) : nil
         if let refusal = target.refusal {
             // A suppression is never told to an app caller (it is no Firebase error, and its reason is the
             // recipient's business): they get the usual answer, with or without enumeration protection.
-            let silent = configuration.server.enumerationProtection || refusal.code == .recipientSuppressed
+            let silent = server.enumerationProtection || refusal.code == .recipientSuppressed
             guard caller == .app, silent, !request.returnLink else { throw refusal }
             // As durable, as throttled and as counted as a real send, so neither the time nor the limits tell them apart.
             return .silent(action, reason: refusal.code, quota: quota)
         }
-        if request.returnLink || configuration.server.emulatorMode { return .listed(action, returnLink: request.returnLink) }
+        if request.returnLink || server.emulatorMode { return .listed(action, returnLink: request.returnLink) }
         return .queue(action, quota: quota)
     }
 
@@ -126,85 +126,15 @@ extension Actions {
     }
 
     private func listed(_ action: ActionRequest, returnLink: Bool, now: Date) throws -> SendResult {
-        let (code, link) = try mintListedCode(action, now: now)
+        let (code, link) = try codes.mintListedCode(action, now: now)
         return SendResult(email: action.email.value, delivery: returnLink ? .link(code: code, link: link) : .emulated)
     }
 
     /// The hourly quotas an app request is counted against: the project's, and its account's (the signed-in
     /// account, else the account the address names, keyed by a hash of the address so both paths do the same).
     private func sendQuota(for target: Target) -> SendQuota {
-        let limits = configuration.limits
         let key = target.accountUID ?? "address:" + EmailAddress.ledgerKey(target.email)
         return SendQuota(projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: key)
-    }
-
-    /// Runs a store call that may hit a limit; a refusal is counted and answered with its error.
-    func limited<T>(now: Date, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let refusal as LimitRefusal {
-            throw refused(refusal, now: now)
-        }
-    }
-
-    /// Writes the refusals counted since the last write; `herald serve` calls it every second and at shutdown,
-    /// so `herald throttles` is never more than a second behind.
-    public func flushAbuseCounts(now: Date = Date()) {
-        let counts = tally.drain(now: now)
-        guard !counts.isEmpty else { return }
-        do {
-            try store.addAbuseCounts(counts)
-        } catch {
-            logger.warning("could not record refused requests", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// `limited(now:_:)` for a store call that suspends; the refusal is counted on a blocking thread (its tally
-    /// is written to the ledger at most once a second).
-    func limited<T>(now: Date, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let refusal as LimitRefusal {
-            throw try await offload { self.refused(refusal, now: now) }
-        }
-    }
-
-    /// Counts a refusal for the ledger (written at most once a second) and returns the error to answer with.
-    func refused(_ refusal: LimitRefusal, now: Date) -> HeraldError {
-        ActionMetrics.throttled(limit: refusal.counter)
-        if let counts = tally.note(counter: refusal.counter, key: refusal.key, now: now) {
-            do {
-                try store.addAbuseCounts(counts)
-            } catch {
-                logger.warning("could not record refused requests", metadata: ["error": "\(error)"])
-            }
-        }
-        return refusal.error
-    }
-
-    /// Mints a code for `action` and builds its link, without mail: admin `returnOobLink`, and every code in
-    /// emulator mode (where it is also listed, in memory only).
-    func mintListedCode(_ action: ActionRequest, now: Date) throws -> (code: String, link: String) {
-        let lifetime = configuration.links.lifetime[action.kind] ?? 3600
-        let email = action.email.value
-        let code = try store.mintCode(
-            action.kind, email: email, newEmail: action.newEmail?.value, continueURL: action.settings.url, lifetime: lifetime, now: now)
-        let link = links.link(for: action.kind, code: code.plaintext, settings: action.settings, lang: action.locale.value)
-        if configuration.server.emulatorMode {
-            let entry = EmulatorCode(
-                email: email, newEmail: action.newEmail?.value, oobCode: code.plaintext, oobLink: link, requestType: action.kind.requestType)
-            emulatorCodes.withLock { codes in
-                codes.append(entry)
-                if codes.count > Self.emulatorCodeLimit { codes.removeFirst(codes.count - Self.emulatorCodeLimit) }
-            }
-        }
-        return (code.plaintext, link)
-    }
-
-    /// Emulator mode: a used code leaves the listing, as the emulator's does.
-    func forgetEmulatorCode(_ code: String) {
-        guard configuration.server.emulatorMode else { return }
-        emulatorCodes.withLock { codes in codes.removeAll { $0.oobCode == code } }
     }
 
     /// Sends one action to every address of a list, all or nothing: each address passes the same
@@ -236,7 +166,7 @@ extension Actions {
                 requests.append(
                     try ActionRequest(
                         kind: template.kind, email: email, newEmail: template.newEmail, settings: template.settings,
-                        locale: template.locale, displayName: template.displayName ?? standing?.displayName, links: configuration.links))
+                        locale: template.locale, displayName: template.displayName ?? standing?.displayName, links: links))
             } catch let error as HeraldError {
                 throw BulkSendError(index: index, error: error)
             }
@@ -285,7 +215,7 @@ extension Actions {
 
     /// The per-recipient limits on transactional mail (`policy`).
     var throttle: SendThrottle {
-        SendThrottle(cooldown: configuration.policy.cooldown, dailyCap: configuration.policy.dailyCap)
+        SendThrottle(cooldown: policy.cooldown, dailyCap: policy.dailyCap)
     }
 
     /// Whose email a request is for, and why the rules refuse it (nil when they do not).
@@ -362,7 +292,8 @@ extension Actions {
     }
 
     /// The codes minted in emulator mode, oldest first.
-    public var emulatedCodes: [EmulatorCode] { emulatorCodes.withLock { $0 } }
+    public var emulatedCodes: [EmulatorCode] { codes.emulatedCodes }
+
 }
 
 /// A bulk send refused one address; nothing was queued.

@@ -3,9 +3,37 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 
-/// What the `/admin` console reads and does beyond the reports: message search and history, recent sends,
-/// template previews and test messages.
-extension Actions {
+/// What the `/admin` console reads and does beyond the reports: its sign-in, message search and history, recent
+/// sends, the workers' status, template previews and test messages.
+///
+/// ```swift
+/// let failed = try actions.console.searchMessages(MessageSearch(state: .failed), limit: 50)
+/// ```
+public final class ConsoleService: Sendable {
+    let store: any HeraldStore
+    /// The whole configuration: the console reads the admin token, the workers' heartbeat timeout and the links.
+    let configuration: HeraldConfiguration
+    /// Renders template previews and test messages; the worker holds its own.
+    let composer: MessageComposer
+    let refusals: RefusalCounter
+    /// Wrong admin tokens at the sign-in form per client network (`limits.ipSignInFailuresPerHour`).
+    let consoleFailures: ClientLimiter
+    /// Takes a test message to the relay now and returns its answer (the worker's `SingleDelivery`).
+    let testSend: @Sendable (MessageComposer.Composed) throws -> DeliveryResult
+
+    init(
+        _ parts: ServiceParts, composer: MessageComposer, testSend: @escaping @Sendable (MessageComposer.Composed) throws -> DeliveryResult
+    ) {
+        store = parts.store
+        configuration = parts.configuration
+        self.composer = composer
+        self.testSend = testSend
+        refusals = parts.refusals
+        consoleFailures = parts.limiters.consoleFailures
+    }
+}
+
+extension ConsoleService {
     /// Checks a console sign-in's admin token, counting failures per client network as password sign-ins do
     /// (`limits.ipSignInFailuresPerHour`, in a count of its own), so the form cannot be used to guess the token.
     /// A request without a client address counts in one shared bucket.
@@ -15,7 +43,7 @@ extension Actions {
     public func checkAdminToken(_ presented: String, clientIP: String?, now: Date = Date()) throws {
         let client = clientIP.flatMap { IPNetwork.client($0)?.description } ?? "unknown"
         if !consoleFailures.allows(client, now: now) {
-            throw refused(LimitRefusal(counter: "console-ip", key: client, error: Self.lockedOut), now: now)
+            throw refusals.refused(LimitRefusal(counter: "console-ip", key: client, error: AccountsService.lockedOut), now: now)
         }
         let token = configuration.server.adminToken
         guard !token.isEmpty, Secret.equal(presented, token) else {
@@ -72,7 +100,7 @@ extension Actions {
         _ kind: ActionKind, locale: LocaleTag, to recipient: String
     ) throws -> DeliveryResult {
         let address = try EmailAddress(recipient)
-        if let suppression = try store.suppressions(emails: [address.value])[address.value], suppression.scope == .all {
+        if let suppression = try store.suppressions(emails: [address.value])[address.value], suppression.stops(campaign: false) {
             throw HeraldError(.recipientSuppressed, "\(address.value) is suppressed (\(suppression.reason.rawValue))")
         }
         let composed = try composer.compose(try composer.sampleInput(kind, locale: locale, links: configuration.links, to: address))
