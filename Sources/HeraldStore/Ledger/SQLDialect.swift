@@ -24,14 +24,6 @@ enum SQLDialect: Sendable {
         }
     }
 
-    /// The larger of two values, NULL when either is.
-    func greatest(_ a: String, _ b: String) -> String {
-        switch self {
-        case .sqlite: "MAX(\(a), \(b))"
-        case .postgres: "CASE WHEN (\(a)) IS NULL OR (\(b)) IS NULL THEN NULL ELSE GREATEST(\(a), \(b)) END"
-        }
-    }
-
     /// A placeholder whose type PostgreSQL cannot infer (an `INSERT … SELECT ?`, a `CASE` arm): `?` on SQLite.
     func parameter(_ type: SQLType) -> String {
         switch self {

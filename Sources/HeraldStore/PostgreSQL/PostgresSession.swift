@@ -5,18 +5,18 @@ import NIOCore
 import PostgresNIO
 
 /// An error the PostgreSQL server answered a statement with, with its SQLSTATE.
-public struct PostgresFailure: Error, CustomStringConvertible, Sendable {
-    public let sqlState: String
-    public let message: String
-    public let detail: String?
-    public let constraint: String?
+struct PostgresFailure: Error, CustomStringConvertible, Sendable {
+    let sqlState: String
+    let message: String
+    let detail: String?
+    let constraint: String?
 
     /// 23505: a UNIQUE or PRIMARY KEY constraint refused the row.
-    public var isUniqueViolation: Bool { sqlState == "23505" }
+    var isUniqueViolation: Bool { sqlState == "23505" }
     /// 40001 or 40P01: the transaction lost a race with another and may simply run again.
-    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
 
-    public var description: String { "\(message) (SQLSTATE \(sqlState))" + (detail.map { ": \($0)" } ?? "") }
+    var description: String { "\(message) (SQLSTATE \(sqlState))" + (detail.map { ": \($0)" } ?? "") }
 
     /// SQLSTATE classes of conditions that pass by themselves: a lost connection (08), too little disk, memory or
     /// connections (53), the server shutting down or starting (57P01–57P03), a lock wait that timed out (55P03).
