@@ -37,6 +37,8 @@ public final class Actions: Sendable {
     public let feedback: FeedbackService
     public let webhooks: WebhooksService
     public let console: ConsoleService
+    /// Whether the ledger takes writes (`/health` asks while requests find it unavailable).
+    public let ledger: any LedgerProbe
 
     public init(
         configuration: HeraldConfiguration, store: any HeraldStore, composer: MessageComposer,
@@ -65,6 +67,7 @@ public final class Actions: Sendable {
         feedback = FeedbackService(parts, composer: composer)
         webhooks = WebhooksService(store: store, configuration: configuration.webhooks)
         console = ConsoleService(parts, composer: composer, testSend: testSend)
+        ledger = store
     }
 
     /// Who is asking: an app with the API key (enumeration protection applies) or an administrator

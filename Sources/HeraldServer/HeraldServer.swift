@@ -1,3 +1,4 @@
+import Foundation
 import HeraldActions
 import HeraldCore
 import HeraldMetrics
@@ -26,6 +27,7 @@ public enum HeraldServer {
         let router = Router(context: HeraldRequestContext.self, options: .autoGenerateHeadEndpoints)
         // First, so it counts every routed request by method, route and status, with its duration (`herald_http_*`).
         router.add(middleware: RequestMetricsMiddleware())
+        router.add(middleware: LedgerHealthMiddleware(health: health, logger: logger))
         let known = KnownRoutes()
         router.add(middleware: UnroutedMiddleware(routes: known))
         let toolkit = IdentityToolkitController(
@@ -53,7 +55,15 @@ public enum HeraldServer {
             token: configuration.server.metricsToken, counts: { try await actions.reports.outboxCounts() }, logger: logger)
         router.addRoutes(metrics.routes)
         router.addRoutes(OpenAPIController().routes)
+        let ledger = actions.ledger
         router.get("health") { _, _ in
+            // Requests found the ledger unavailable: a small write says whether it commits again.
+            if health.shouldProbe(), (try? await offload({ try ledger.probeWrite(now: Date()) })) != nil,
+                let seconds = health.ledgerAvailable()
+            {
+                logger.info("ledger available again after \(String(format: "%.1f", seconds)) s; requests are answered again")
+            }
+            health.checkDescriptors(logger: logger)
             let reply = HealthReply(health)
             return try FirebaseJSONEncoder.response(reply, status: reply.httpStatus)
         }

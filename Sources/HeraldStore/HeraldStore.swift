@@ -13,7 +13,7 @@ import HeraldCore
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
 public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, ConsoleQueries, AbuseStore,
-    SuppressionStore, RequeueStore, WebhookStore
+    SuppressionStore, RequeueStore, WebhookStore, LedgerProbe
 {}
 
 /// Opens the store a configuration names.
@@ -26,7 +26,9 @@ public enum StoreOpener {
     /// `webhooks` names the endpoints each state change writes a delivery for.
     public static func open(_ database: HeraldConfiguration.Database, webhooks: WebhookRouting = .none) throws -> any HeraldStore {
         if PostgresLocation.isURL(database.url) {
-            return try PostgresStore(location: PostgresLocation(url: database.url), poolSize: database.poolSize, webhooks: webhooks)
+            return try PostgresStore(
+                location: PostgresLocation(url: database.url), poolSize: database.poolSize,
+                timeouts: PostgresTimeouts(lock: database.busyTimeout, statement: database.statementTimeout), webhooks: webhooks)
         }
         return try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
 /// One SMTP connection's circuit breaker: after a connection-level failure (the server down,
@@ -8,7 +9,7 @@ final class ConnectionBreaker: Sendable {
     private struct State {
         var failures = 0
         var firstFailure: Date?
-        var pausedUntil: Date?
+        var pausedUntil: MonotonicInstant?
         var lastReason = ""
     }
 
@@ -25,7 +26,7 @@ final class ConnectionBreaker: Sendable {
             state.failures += 1
             if state.firstFailure == nil { state.firstFailure = Date() }
             let pause = retry.delay(afterAttempt: state.failures)
-            state.pausedUntil = Date().addingTimeInterval(pause)
+            state.pausedUntil = MonotonicInstant.now().adding(pause)
             state.lastReason = reason
             return pause
         }
@@ -41,9 +42,9 @@ final class ConnectionBreaker: Sendable {
     }
 
     /// When the pause ends and why it began, while the connection is paused.
-    var pause: (until: Date, reason: String)? {
+    var pause: (until: MonotonicInstant, reason: String)? {
         state.withLock { state in
-            guard let until = state.pausedUntil, until > Date() else { return nil }
+            guard let until = state.pausedUntil, until > .now() else { return nil }
             return (until, state.lastReason)
         }
     }
@@ -51,7 +52,7 @@ final class ConnectionBreaker: Sendable {
     /// Sleeps until the pause is over (or the worker stops).
     func waitWhilePaused(_ stop: StopSignal) {
         while let pause, !stop.isStopped {
-            stop.wait(pause.until.timeIntervalSinceNow)
+            stop.wait(pause.until.secondsFromNow)
         }
     }
 }

@@ -7,11 +7,14 @@ import Logging
 /// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, and prunes link
 /// events and abuse counters past `ledger.eventRetention` (at start, then hourly).
 ///
-/// A worker on this host whose process is gone is noticed at the next beat; one elsewhere once
-/// its heartbeat is older than `worker.heartbeatTimeout` — and only after this worker has itself
-/// reached the ledger for that long, so an outage that stopped everyone's heartbeats kills no one.
+/// A worker on this host is judged by its process alone: gone is dead, running is alive however long it has been
+/// paused. One on another host is dead once its heartbeat is older than `worker.heartbeatTimeout` by the ledger's
+/// clock (PostgreSQL's), and only by a judge that has itself beaten steadily for that long: a judge whose beat
+/// failed, blocked, or came late (its process paused, its ledger frozen, its clock stepped) starts that spell again,
+/// so an outage that stopped everyone's heartbeats kills no one. The judged worker learns of it at its next beat
+/// and lets go of its rows before it sends again (`ClaimFence`).
 ///
-/// `@unchecked Sendable`: `steadySince`, `lastCheckpoint` and `lastPrune` are only touched by the housekeeping thread.
+/// `@unchecked Sendable`: `steadySince`, `lastBeat`, `lastCheckpoint` and `lastPrune` are only touched by the housekeeping thread.
 final class Housekeeper: @unchecked Sendable {
     let me: WorkerProcess
     private let store: any OutboxStore
@@ -22,8 +25,11 @@ final class Housekeeper: @unchecked Sendable {
     private let maxAttempts: Int
     private let ready = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    private var steadySince: Date?
+    private var steadySince: MonotonicInstant?
+    private var lastBeat = MonotonicInstant.now()
     private var lastCheckpoint = Date()
+    /// What this worker's heartbeats tell its send loop.
+    let fence: ClaimFence
     private var lastPrune = Date.distantPast
     private let eventRetention: TimeInterval
     static let checkpointInterval: TimeInterval = 10
@@ -42,6 +48,7 @@ final class Housekeeper: @unchecked Sendable {
         self.stop = stop
         self.heartbeatTimeout = heartbeatTimeout
         self.maxAttempts = maxAttempts
+        fence = ClaimFence(heartbeatTimeout: heartbeatTimeout)
         self.eventRetention = eventRetention
     }
 
@@ -68,7 +75,8 @@ final class Housekeeper: @unchecked Sendable {
         do {
             guard try watch.run("registering the worker", stop: stop, persistence: .untilStopped, { try store.register(me) }) != nil
             else { return }
-            steadySince = Date()
+            (steadySince, lastBeat) = (.now(), .now())
+            fence.confirm()
             sweep()
             prune()
             ready.signal()
@@ -85,9 +93,22 @@ final class Housekeeper: @unchecked Sendable {
     }
 
     private func beat() {
+        let began = MonotonicInstant.now()
+        let gap = began.seconds(since: lastBeat)
+        lastBeat = began
         do {
-            try store.heartbeat(worker: me.id, now: Date())
-            if steadySince == nil { steadySince = Date() }
+            let counted = try store.heartbeat(worker: me.id, now: Date())
+            // A beat that came late or waited says nothing about the others: judge them only after a steady spell.
+            if gap > interval * 2 + 1 || MonotonicInstant.now().seconds(since: began) > interval {
+                steadySince = .now()
+            } else if steadySince == nil {
+                steadySince = .now()
+            }
+            if counted {
+                fence.confirm()
+            } else if try !rejoin() {
+                return
+            }
         } catch {
             steadySince = nil  // the ledger's trouble is logged by the threads that wait for it
             return
@@ -100,19 +121,35 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
+    /// This worker was given up for dead by another while it was paused or cut off: its rows went back to the
+    /// queue. The send loop lets go of them; once it has, the worker counts as alive again. True once rejoined.
+    private func rejoin() throws -> Bool {
+        if !fence.isRevoked {
+            logger.error(
+                "this worker was given up for dead (the ledger saw no heartbeat for worker.heartbeatTimeout) and its rows went back to the queue; it sends none of them and rejoins",
+                metadata: ["worker": "\(me.id)"])
+            fence.revoke()
+        }
+        guard fence.mayRejoin() else { return false }
+        try store.rejoin(worker: me.id, now: Date())
+        fence.confirm()
+        logger.info("worker rejoined the ledger", metadata: ["worker": "\(me.id)"])
+        return true
+    }
+
     /// Returns the rows of every worker that is gone.
     private func sweep() {
         do {
-            let now = Date()
-            let steady = steadySince.map { now.timeIntervalSince($0) >= heartbeatTimeout } ?? false
-            for worker in try store.liveWorkers() where worker.id != me.id {
-                let vanished = worker.host == me.host && !Self.processExists(worker.pid)
-                let silent = steady && now.timeIntervalSince(worker.heartbeatAt) > heartbeatTimeout
+            let steady = steadySince.map { MonotonicInstant.now().seconds(since: $0) >= heartbeatTimeout } ?? false
+            for worker in try store.liveWorkers(now: Date()) where worker.id != me.id {
+                let here = worker.host == me.host
+                let vanished = here && !Self.processExists(worker.pid)
+                let silent = !here && steady && worker.heartbeatAge > heartbeatTimeout
                 guard vanished || silent else { continue }
-                let why = vanished ? "its process \(worker.pid) is gone" : "no heartbeat for \(Int(now.timeIntervalSince(worker.heartbeatAt))) s"
+                let why = vanished ? "its process \(worker.pid) is gone" : "no heartbeat for \(Int(worker.heartbeatAge)) s"
                 let result = try store.returnOrphans(
                     ofWorker: worker.id, reason: "interrupted: the worker died (\(why)) before recording a result", maxAttempts: maxAttempts,
-                    now: now)
+                    now: Date())
                 logger.warning(
                     "worker \(worker.id) died (\(why)); its rows are back in the queue",
                     metadata: ["interrupted": "\(result.interrupted)", "returned": "\(result.returned)"])

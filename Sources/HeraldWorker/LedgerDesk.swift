@@ -23,7 +23,7 @@ final class LedgerDesk: @unchecked Sendable {
     struct Handed: Sendable {
         let connection: Int
         let outcome: Worker.Outcome
-        let at: Date
+        let at: MonotonicInstant
     }
 
     /// What the desk keeps per connection, under the lock.
@@ -35,9 +35,9 @@ final class LedgerDesk: @unchecked Sendable {
         /// No more rows will come (`--until-empty` found the queue empty, or the desk stopped).
         var finished = false
         /// Not before this time (after an empty claim).
-        var nextClaim = Date.distantPast
+        var nextClaim = MonotonicInstant.distantPast
         /// Not before this time even when this process queues mail (after a claim that found fewer rows than it could take).
-        var claimFloor = Date.distantPast
+        var claimFloor = MonotonicInstant.distantPast
         /// Outcomes handed in and recorded, counted.
         var handed = 0
         var recorded = 0
@@ -49,13 +49,15 @@ final class LedgerDesk: @unchecked Sendable {
     private let untilEmpty: Bool
     private let watch: LedgerWatch
     private let stop: StopSignal
-    private let condition = NSCondition()
+    private let fence: ClaimFence
+    /// Its timed waits run on the monotonic clock: a step of the wall clock moves no claim.
+    private let condition = MonotonicCondition()
     private var lanes: [Lane]
     /// Each connection's claim owner, `<worker id>/<connection>:<bound>` (`ClaimOwner`).
     private let owners: [String]
     private var outcomes: [Handed] = []
     /// When the oldest outcome in `outcomes` was handed in.
-    private var oldestOutcome = Date.distantFuture
+    private var oldestOutcome = MonotonicInstant.distantFuture
     /// `flush` is waiting: record whatever is handed in at once.
     private var flushing = false
     /// The send loop found a connection waiting for the desk (rows, or records); the next claim or record wakes it.
@@ -74,8 +76,12 @@ final class LedgerDesk: @unchecked Sendable {
     /// Wakes the send loop after rows were claimed, outcomes recorded, or the desk failed.
     private let wake: @Sendable () -> Void
 
-    init(worker: Worker, owners: [String], untilEmpty: Bool, watch: LedgerWatch, stop: StopSignal, wake: @escaping @Sendable () -> Void) {
+    init(
+        worker: Worker, owners: [String], untilEmpty: Bool, watch: LedgerWatch, stop: StopSignal, fence: ClaimFence,
+        wake: @escaping @Sendable () -> Void
+    ) {
         self.wake = wake
+        self.fence = fence
         self.worker = worker
         self.untilEmpty = untilEmpty
         self.watch = watch
@@ -119,11 +125,10 @@ final class LedgerDesk: @unchecked Sendable {
     /// each, to find nothing to do.
     func queued() {
         condition.lock()
-        let now = Date()
+        let now = MonotonicInstant.now()
         var sooner = false
         for index in lanes.indices where lanes[index].nextClaim > now {
-            // Never later than one trickle wait from now, even if the wall clock stepped back since the floor was set.
-            let next = max(now, min(lanes[index].claimFloor, now.addingTimeInterval(Self.trickleWait)))
+            let next = max(now, min(lanes[index].claimFloor, now.adding(Self.trickleWait)))
             if next < lanes[index].nextClaim {
                 lanes[index].nextClaim = next
                 sooner = true
@@ -159,7 +164,7 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard !failed else { return false }
-        let now = Date()
+        let now = MonotonicInstant.now()
         if outcomes.isEmpty { oldestOutcome = now }
         outcomes.append(Handed(connection: connection, outcome: outcome, at: now))
         lanes[connection].handed += 1
@@ -185,6 +190,19 @@ final class LedgerDesk: @unchecked Sendable {
         condition.lock()
         lanes[connection].outstanding -= count
         condition.unlock()
+    }
+
+    /// Empties every connection's inbox (the worker was given up for dead): the rows claimed and not yet taken, per
+    /// connection, for the send loop to give back.
+    func forgetClaims() -> [(connection: Int, rows: [ClaimedMessage])] {
+        condition.withLock {
+            var forgotten: [(connection: Int, rows: [ClaimedMessage])] = []
+            for index in lanes.indices where !lanes[index].inbox.isEmpty {
+                forgotten.append((index, lanes[index].inbox))
+                lanes[index].inbox = []
+            }
+            return forgotten
+        }
     }
 
     /// The connection will take nothing more.
@@ -220,7 +238,7 @@ final class LedgerDesk: @unchecked Sendable {
             var claimFor: Int?
             var recordNow = false
             while true {
-                let now = Date()
+                let now = MonotonicInstant.now()
                 claimFor = stop.isStopped ? nil : lanes.indices.first { lanes[$0].wants && !lanes[$0].finished && lanes[$0].nextClaim <= now }
                 recordNow = mustRecord(now: now)
                 if recordNow || claimFor != nil { break }
@@ -230,8 +248,8 @@ final class LedgerDesk: @unchecked Sendable {
                 }
                 // The next claim that comes due (none once stopping: the connections are leaving), at most 0.2 s away.
                 let due = stop.isStopped ? nil : lanes.lazy.filter { $0.wants && !$0.finished }.map(\.nextClaim).min()
-                let recordDue = oldestOutcome.addingTimeInterval(Self.recordWait)
-                _ = condition.wait(until: max(now, min(due ?? .distantFuture, recordDue, now.addingTimeInterval(0.2))))
+                let recordDue = oldestOutcome.adding(Self.recordWait)
+                _ = condition.wait(until: max(now, min(due ?? .distantFuture, recordDue, now.adding(0.2))))
             }
             let batch = recordNow ? Array(outcomes.prefix(Self.maxBatch)) : []
             if recordNow {
@@ -261,12 +279,12 @@ final class LedgerDesk: @unchecked Sendable {
     /// Whether the outcomes waiting should be recorded now (under the lock): a connection cannot start its next
     /// send until they are, a batch is full, the oldest has waited `recordWait`, or the desk is finishing.
     /// `now` nil: only the conditions that do not depend on time.
-    private func mustRecord(now: Date?) -> Bool {
+    private func mustRecord(now: MonotonicInstant?) -> Bool {
         guard !outcomes.isEmpty else { return false }
         if flushing || stop.isStopped || outcomes.count >= Self.maxBatch { return true }
         if lanes.contains(where: { $0.handed - $0.recorded >= worker.policy.unrecordedPerConnection }) { return true }
         guard let now else { return false }
-        return now >= oldestOutcome.addingTimeInterval(Self.recordWait)
+        return now >= oldestOutcome.adding(Self.recordWait)
     }
 
     /// Records a batch of outcomes in one transaction, then tells each connection how far it is recorded.
@@ -297,7 +315,13 @@ final class LedgerDesk: @unchecked Sendable {
         let owner = owners[connection]
         let store = worker.store
         let policy = worker.policy
+        guard !fence.isRevoked else {
+            // Given up for dead: no claims until the send loop has let go and the worker has rejoined.
+            condition.withLock { lanes[connection].nextClaim = MonotonicInstant.now().adding(0.2) }
+            return
+        }
         let now = Date()
+        let tick = MonotonicInstant.now()
         guard
             let batch = try watch.run(
                 "claiming mail", stop: stop, persistence: .untilStopped, { try store.claimBatch(policy, owner: owner, now: now) })
@@ -317,7 +341,7 @@ final class LedgerDesk: @unchecked Sendable {
             // Counted before suppressed rows were cancelled: a full claim of a backlog with some is no trickle.
             if batch.taken < policy.limit && !untilEmpty {
                 // The queue is trickling: let what is queued meanwhile share the next claim.
-                lanes[connection].claimFloor = now.addingTimeInterval(Self.trickleWait)
+                lanes[connection].claimFloor = tick.adding(Self.trickleWait)
                 lanes[connection].nextClaim = lanes[connection].claimFloor
             }
             return
@@ -332,7 +356,7 @@ final class LedgerDesk: @unchecked Sendable {
         // When the only pending rows are our own in-flight ones, look again soon: they settle quickly. An empty
         // queue is looked at every poll interval (sooner when this process queues mail: `queued()`).
         let untilDue = status.pending > 0 && ours >= status.pending ? 0.01 : status.nextDue.map { $0.timeIntervalSinceNow } ?? worker.pollInterval
-        lanes[connection].nextClaim = Date().addingTimeInterval(min(worker.pollInterval, max(0.01, untilDue)))
+        lanes[connection].nextClaim = MonotonicInstant.now().adding(min(worker.pollInterval, max(0.01, untilDue)))
     }
 
     /// Tells the connections' side what changed and releases the lock; wakes the send loop only when it

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldStore
 import Synchronization
 
@@ -14,8 +15,10 @@ final class RateLimiter: Sendable {
     private let interval: TimeInterval
     private let shared: (any SharedRateLimits)?
     private let block: Int
-    private let state = Mutex<(next: Date, reserved: Int)>((.distantPast, 0))
+    private let state = Mutex<(next: MonotonicInstant, reserved: Int)>((.distantPast, 0))
     static let sharedKey = "worker.maxRate"
+    /// The longest a shared slot is waited for: many processes share the cap, but not a wait of minutes.
+    static let maxAhead: TimeInterval = 10
 
     init?(perSecond rate: Double, shared: (any SharedRateLimits)? = nil) {
         guard rate > 0 else { return nil }
@@ -25,21 +28,27 @@ final class RateLimiter: Sendable {
     }
 
     /// Blocks the calling (send loop) thread until its slot; never call it on the cooperative pool.
+    ///
+    /// Slots are paced on the monotonic clock; a shared block's start, a wall-clock time in the ledger, is placed
+    /// on it by its distance from now (the ledger's clock decides it), and never more than `maxAhead` away.
     func acquire() {
-        let slot = state.withLock { state -> Date in
-            if let shared, state.reserved == 0 || state.next < Date() {
-                if let start = try? shared.reserveSendSlots(block, interval: interval, key: Self.sharedKey, now: Date()) {
-                    state = (start, block)
+        let slot = state.withLock { state -> MonotonicInstant in
+            let now = MonotonicInstant.now()
+            if let shared, state.reserved == 0 || state.next < now {
+                let wall = Date()
+                if let start = try? shared.reserveSendSlots(block, interval: interval, key: Self.sharedKey, now: wall) {
+                    let ahead = min(max(0, start.timeIntervalSince(wall)), Self.maxAhead)
+                    state = (now.adding(ahead), block)
                 } else {
                     state.reserved = 0
                 }
             }
-            let slot = shared != nil && state.reserved > 0 ? state.next : max(state.next, Date())
-            state.next = slot.addingTimeInterval(interval)
+            let slot = shared != nil && state.reserved > 0 ? state.next : max(state.next, now)
+            state.next = slot.adding(interval)
             state.reserved = max(0, state.reserved - 1)
             return slot
         }
-        let wait = slot.timeIntervalSinceNow
+        let wait = slot.secondsFromNow
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
     }
 }

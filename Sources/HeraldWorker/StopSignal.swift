@@ -1,10 +1,11 @@
 import Foundation
+import HeraldCore
 
-/// A one-way "please stop" flag that sleeping threads can wait on.
+/// A one-way "please stop" flag that sleeping threads can wait on; waits run on the monotonic clock.
 ///
 /// `@unchecked Sendable`: the only state, `stopped`, is read and written under `condition`'s lock.
 public final class StopSignal: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var stopped = false
 
     public init() {}
@@ -27,7 +28,7 @@ public final class StopSignal: @unchecked Sendable {
     public func wait(_ seconds: TimeInterval) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = MonotonicInstant.now().adding(max(0, seconds))
         while !stopped && condition.wait(until: deadline) {}
         return stopped
     }

@@ -115,7 +115,8 @@ public struct Worker: Sendable {
                     ClaimOwner.name(worker: housekeeper.me.id, connection: $0, unrecorded: policy.unrecordedPerConnection)
                 }
                 let desk = LedgerDesk(
-                    worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop, wake: dispatcher.waker)
+                    worker: self, owners: owners, untilEmpty: untilEmpty, watch: watch, stop: stop, fence: housekeeper.fence,
+                    wake: dispatcher.waker)
                 let signal = queueSignal
                 let signalToken = signal?.observe { [weak desk] in desk?.queued() }
                 group.enter()
@@ -131,7 +132,8 @@ public struct Worker: Sendable {
                 }
                 deskThread.start()
                 do {
-                    results.add(try self.sendLoop(SendLoop(owners: owners, watch: watch, stop: stop, desk: desk), dispatcher))
+                    let loop = SendLoop(owners: owners, watch: watch, stop: stop, desk: desk, fence: housekeeper.fence)
+                    results.add(try self.sendLoop(loop, dispatcher))
                 } catch {
                     results.fail(error)
                     stop.stop()
@@ -140,16 +142,33 @@ public struct Worker: Sendable {
                 dispatcher.close()
             }
             sender.start()
+            let finish = FinishOnce(continuation, results: results)
             group.notify(queue: .global()) {
                 housekeeping.stop()
                 housekeeper.waitUntilDone()
-                if let error = results.error { continuation.resume(throwing: error) } else { continuation.resume() }
+                finish.finish()
             }
+            // A stop ends the run within one `smtp.timeout` (the sends in flight) plus a margin, whatever the ledger
+            // does: threads still waiting for it then are left behind, and their rows return to the queue when
+            // another worker finds this one gone, or at their lease's end.
+            let bound = stopGrace + Self.stopMargin
+            let logger = logger
+            Thread.named("herald-stop-bound") {
+                while !finish.isFinished && !stop.wait(1) {}
+                guard !finish.wait(bound) else { return }
+                logger.error(
+                    "the worker did not finish within \(Int(bound)) s of the stop (the ledger did not answer); exiting with what it could not record: those rows return to the queue when another worker finds this one gone or their lease ends"
+                )
+                finish.finish()
+            }.start()
         }
         var summary = results.summary
         summary.seconds = Date().timeIntervalSince(started)
         return summary
     }
+
+    /// How long past `smtp.timeout` a stop may take before the run ends without the threads still waiting.
+    static let stopMargin: TimeInterval = 5
 
     /// What the send loop works with.
     struct SendLoop: Sendable {
@@ -158,6 +177,8 @@ public struct Worker: Sendable {
         let watch: LedgerWatch
         let stop: StopSignal
         let desk: LedgerDesk
+        /// Sends start only while this worker's heartbeats say its rows are still its own.
+        let fence: ClaimFence
     }
 
     /// One connection's state in the send loop.
@@ -210,7 +231,8 @@ public struct Worker: Sendable {
                     lanes[lane].finished = true  // its rows return once this worker is found gone
                     return
                 }
-                guard lanes[lane].breaker.pause == nil, desk.mayStart(lane, inFlight: lanes[lane].sending.count) else { return }
+                guard lanes[lane].breaker.pause == nil, context.fence.maySend, desk.mayStart(lane, inFlight: lanes[lane].sending.count)
+                else { return }
                 if lanes[lane].next == lanes[lane].queue.count {
                     switch desk.rows(lane) {
                     case .rows(let rows):
@@ -249,6 +271,11 @@ public struct Worker: Sendable {
             // Nothing of it left (it waited behind a send whose connection failed): back to the queue, unrecorded.
             if result.outcome == .unsent { return try giveBack(lane, [claimed]) }
             var pause: TimeInterval?
+            var result = result
+            if result.outcome == .connection && FileDescriptors.exhausted() {
+                // Not the relay's doing: a socket could not even be opened.
+                result = DeliveryResult(outcome: .connection, replyCode: nil, replyText: "\(FileDescriptors.exhaustion) (\(result.replyText))")
+            }
             if result.outcome == .connection {
                 pause = lanes[lane].breaker.failed(result.replyText)
             } else if let outage = lanes[lane].breaker.succeeded() {
@@ -269,12 +296,23 @@ public struct Worker: Sendable {
                 (lanes[lane].queue, lanes[lane].next) = ([], 0)
             }
         }
+        /// Given up for dead by another worker: every row held and not yet started goes (it is back in the queue, and
+        /// `release` changes only rows this worker still holds).
+        func letGo() throws {
+            for lane in lanes.indices {
+                try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
+                (lanes[lane].queue, lanes[lane].next) = ([], 0)
+            }
+            for (lane, rows) in desk.forgetClaims() { try giveBack(lane, rows[...]) }
+            context.fence.letGo()
+        }
         while true {
+            if context.fence.mustLetGo { try letGo() }
             for lane in lanes.indices { try startNext(lane) }
             if lanes.allSatisfy({ $0.finished && $0.sending.isEmpty }) { break }
             // Replies, a wake-up from the desk, the end of a pause, or a look at the stop signal, whichever is first.
             let pauseEnds = lanes.compactMap { $0.sending.isEmpty && !$0.finished ? $0.breaker.pause?.until : nil }.min()
-            let timeout = min(0.2, max(0.001, pauseEnds?.timeIntervalSinceNow ?? 0.2))
+            let timeout = min(0.2, max(0.001, pauseEnds?.secondsFromNow ?? 0.2))
             for (lane, result) in dispatcher.poll(timeout: timeout) {
                 guard !lanes[lane].sending.isEmpty else { continue }
                 let (claimed, started) = lanes[lane].sending.removeFirst()
@@ -365,6 +403,42 @@ public struct Worker: Sendable {
             "outbox": "\(message.id)", "action": "\(message.kind.rawValue)", "attempt": "\(message.attempts)",
             "reply": "\(result.replyText)",
         ].merging(extra) { _, new in new }
+    }
+}
+
+/// Resumes `Worker.run`'s continuation once: when every thread is done, or when a stop outlasted its bound.
+/// `@unchecked Sendable`: guarded by `condition`'s lock.
+private final class FinishOnce: @unchecked Sendable {
+    private let condition = MonotonicCondition()
+    private var continuation: CheckedContinuation<Void, any Error>?
+    private let results: ThreadResults
+
+    init(_ continuation: CheckedContinuation<Void, any Error>, results: ThreadResults) {
+        self.continuation = continuation
+        self.results = results
+    }
+
+    var isFinished: Bool { condition.withLock { continuation == nil } }
+
+    func finish() {
+        let pending = condition.withLock { () -> CheckedContinuation<Void, any Error>? in
+            defer {
+                continuation = nil
+                condition.broadcast()
+            }
+            return continuation
+        }
+        guard let pending else { return }
+        if let error = results.error { pending.resume(throwing: error) } else { pending.resume() }
+    }
+
+    /// Waits up to `seconds` for `finish()`; true if it came.
+    func wait(_ seconds: TimeInterval) -> Bool {
+        condition.withLock {
+            let deadline = MonotonicInstant.now().adding(seconds)
+            while continuation != nil && condition.wait(until: deadline) {}
+            return continuation == nil
+        }
     }
 }
 

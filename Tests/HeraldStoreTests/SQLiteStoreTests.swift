@@ -40,7 +40,7 @@ import Testing
 
     @Test func theClaimReadsDueRowsThroughTheirPartialIndex() throws {
         let plan = try store.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueRows, arguments: ["now": 0, "limit": 200])
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueRows, arguments: ["due": 0, "limit": 200])
                 .map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.contains("outbox_due") } && !plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")

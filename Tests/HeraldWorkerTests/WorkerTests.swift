@@ -257,7 +257,7 @@ import Testing
         #expect(interrupted.map(\.id) == Array(claimed.prefix(charged)).map(\.message.id))
         #expect(interrupted.allSatisfy { $0.attempts == 2 })
         #expect(rows.filter { !interrupted.map(\.id).contains($0.id) }.allSatisfy { $0.attempts == 1 })
-        #expect(try fixture.store.liveWorkers().isEmpty)
+        #expect(try fixture.store.liveWorkers(now: Date()).isEmpty)
     }
 
     @Test func aLockedLedgerIsWaitedOutAndReportedUntilItIsBack() async throws {

@@ -106,13 +106,22 @@ extension CampaignsService {
         ) { [self] emails in try campaignRefusals(kind, emails) }
         let summary: CampaignImportSummary
         let rejectsPath: String
-        switch request.source {
-        case .csv(let path):
-            rejectsPath = request.rejectsPath ?? path + ".rejects.csv"
-            summary = try importer.importCSV(path: path, rejectsPath: rejectsPath)
-        case .accounts(let unverifiedOnly):
-            rejectsPath = request.rejectsPath ?? "campaign-\(campaign.id).rejects.csv"
-            summary = try importer.importAccounts(unverifiedOnly: unverifiedOnly, rejectsPath: rejectsPath)
+        do {
+            switch request.source {
+            case .csv(let path):
+                rejectsPath = request.rejectsPath ?? path + ".rejects.csv"
+                summary = try importer.importCSV(path: path, rejectsPath: rejectsPath)
+            case .accounts(let unverifiedOnly):
+                rejectsPath = request.rejectsPath ?? "campaign-\(campaign.id).rejects.csv"
+                summary = try importer.importAccounts(unverifiedOnly: unverifiedOnly, rejectsPath: rejectsPath)
+            }
+        } catch let error as HeraldError where error.code == .unavailable {
+            // Cut short by the ledger (a full disk, an outage): what is committed stays, and the same command resumes.
+            let held = (try? store.counts(campaign: campaign.id)).map { "\($0.values.reduce(0, +))" } ?? "an unknown number of"
+            throw HeraldError(
+                .unavailable,
+                "\(error.detail); campaign \(campaign.id) \"\(campaign.name)\" holds \(held) rows committed before the failure: "
+                    + "run the same command again to import the rest (rows already imported are skipped)")
         }
         return CampaignImport(campaign: campaign, summary: summary, rejectsPath: rejectsPath)
     }

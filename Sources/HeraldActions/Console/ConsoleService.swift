@@ -73,10 +73,10 @@ extension ConsoleService {
     /// queue's pending count and next due time: whether anything is sending what waits.
     public func workerStatus(now: Date = Date()) throws -> (workers: [LiveWorker], queue: QueueStatus) {
         let timeout = configuration.worker.heartbeatTimeout
-        let workers = try store.liveWorkers().map { worker in
+        let workers = try store.liveWorkers(now: now).map { worker in
             LiveWorker(
                 host: worker.host, pid: worker.pid, startedAt: worker.startedAt, heartbeatAt: worker.heartbeatAt,
-                alive: now.timeIntervalSince(worker.heartbeatAt) <= timeout)
+                alive: worker.heartbeatAge <= timeout)
         }
         return (workers, try store.queueStatus())
     }

@@ -211,6 +211,7 @@ struct ConfigurationParser {
             if c.database.path.isEmpty { throw HeraldError(.invalidConfiguration, "database.url: sqlite: names no file") }
         }
         c.database.poolSize = try await number("database.poolSize", c.database.poolSize, in: 1...200)
+        c.database.statementTimeout = try await duration("database.statementTimeout", c.database.statementTimeout, positive: true)
         c.tokens.keyFile = try await text("tokens.keyFile", c.tokens.keyFile) { _ in nil }
         c.tokens.mailKeyFile = try await text("tokens.mailKeyFile", c.tokens.mailKeyFile) { _ in nil }
         c.templatesDirectory = try await text("templates.directory", c.templatesDirectory) { $0.isEmpty ? "must not be empty" : nil }

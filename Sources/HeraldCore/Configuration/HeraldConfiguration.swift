@@ -79,8 +79,12 @@ public struct HeraldConfiguration: Sendable {
         /// PostgreSQL connections per process.
         public var poolSize = 8
         /// How long a statement waits for another process's write lock before the operation is
-        /// retried (worker) or answered 503 (API).
+        /// retried (worker) or answered 503 (API); on PostgreSQL, every lock wait (`lock_timeout`).
         public var busyTimeout: TimeInterval = 10
+        /// PostgreSQL: how long one statement may run (`statement_timeout`); Herald also stops waiting for an
+        /// answer this long plus a few seconds after asking, closes the connection and treats the ledger as
+        /// unavailable, so no thread waits for ever on a connection that died without a word.
+        public var statementTimeout: TimeInterval = 30
         public init() {}
     }
 

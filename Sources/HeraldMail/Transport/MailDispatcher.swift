@@ -50,7 +50,7 @@ public final class ThreadedDispatcher: MailDispatcher, @unchecked Sendable {
     }
 
     private let transports: [any MailTransport]
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private let signals: [DispatchSemaphore]
     private var jobs: [Job?]
     private var finished: [(lane: Int, result: DeliveryResult)] = []
@@ -112,7 +112,7 @@ public final class ThreadedDispatcher: MailDispatcher, @unchecked Sendable {
     public func poll(timeout: TimeInterval) -> [(lane: Int, result: DeliveryResult)] {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = MonotonicInstant.now().adding(max(0, timeout))
         while finished.isEmpty && !woken && condition.wait(until: deadline) {}
         woken = false
         let done = finished

@@ -9,10 +9,13 @@ struct FirebaseError: HTTPResponseError {
     let reason: String
     /// The gRPC status name (`PERMISSION_DENIED`); Firebase omits it for its own error codes.
     let statusName: String?
+    /// Why, for the log only (never sent): an unavailable ledger's own words.
+    var detail: String?
 
     init(_ error: HeraldError) {
         if error.code == .unavailable {
             self = .unavailable
+            detail = error.detail
         } else {
             self.init(status: .badRequest, message: error.description, reason: "invalid", statusName: nil)
         }

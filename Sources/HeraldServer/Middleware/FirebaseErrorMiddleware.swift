@@ -2,7 +2,7 @@ import HeraldCore
 import Hummingbird
 
 /// Answers every failure in Firebase's envelope: a `HeraldError` is a 400 `CODE : detail` (a logged 503 when the
-/// ledger is unavailable), any error that is not already an HTTP answer a logged 500 `INTERNAL_ERROR` that
+/// ledger is unavailable, logged at debug level), any error that is not already an HTTP answer a logged 500 `INTERNAL_ERROR` that
 /// reveals nothing.
 struct FirebaseErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(
@@ -11,9 +11,10 @@ struct FirebaseErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HeraldError {
-            // The 503 tells the client only to come back; the log says why (the ledger's own words, never a secret).
+            // The 503 tells the client only to come back; the episode is logged once (`LedgerHealthMiddleware`), each
+            // refused request only at debug level.
             if error.code == .unavailable {
-                context.logger.warning("answered 503", metadata: ["error": "\(error.detail)", "path": "\(request.uri.path)"])
+                context.logger.debug("answered 503", metadata: ["error": "\(error.detail)", "path": "\(request.uri.path)"])
             }
             throw FirebaseError(error)
         } catch let error as any HTTPResponseError {

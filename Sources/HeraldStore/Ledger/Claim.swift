@@ -17,7 +17,9 @@ extension OutboxEngine {
                 reason: "lease expired: the worker stopped before recording a result", at: at)
             try expireStale(db, policy: policy, at: at)
             var taking = ClaimTaking()
-            try Self.takeDueRows(db, lease: at + Int64(policy.lease * 1000), now: at, limit: policy.limit, owner: owner, into: &taking)
+            try Self.takeDueRows(
+                db, lease: at + Int64(policy.lease * 1000), now: at, due: try Self.dueBy(db, at: at), limit: policy.limit, owner: owner,
+                into: &taking)
             for (id, error) in taking.unreadable {
                 // A row this version cannot read must not block the queue: fail it, visibly.
                 try db.execute(
@@ -36,6 +38,15 @@ extension OutboxEngine {
             }
             return ClaimedBatch(messages: claimed, taken: taken)
         }
+    }
+
+    /// The time rows must be due by to be claimed: the later of this worker's clock (`at`) and the newest row's
+    /// queue time. Mail queued by a process whose clock is ahead of this one's, or before this host's clock stepped
+    /// back, is due at once rather than after the difference (as Postfix's queue manager takes new mail whatever
+    /// the clock says); only retries wait by the clock. One probe of the primary key.
+    static func dueBy(_ db: Session, at: Int64) throws -> Int64 {
+        let newest = try db.fetchOneCached("SELECT queued_at FROM outbox ORDER BY id DESC LIMIT 1", [])
+        return max(at, newest.map { $0.value(at: 0) as Int64 } ?? at)
     }
 
     /// When the code of a message claimed at `at` expires (its lifetime starts again once the email is sent).
@@ -65,13 +76,13 @@ extension OutboxEngine {
         messages = kept
     }
 
-    /// The ids of the rows a claim takes (`:now`, `:limit`), in queue order: due, not of a paused campaign.
+    /// The ids of the rows a claim takes (`:due`, `:limit`), in queue order: due, not of a paused campaign.
     /// Read through the partial index `outbox_due`, which holds them already sorted. On PostgreSQL, rows another
     /// claim has locked are skipped (`SKIP LOCKED`): no two claims ever take the same row, and none waits for another.
     static var dueRows: String {
         """
         SELECT id FROM outbox
-        WHERE state IN ('queued','deferred') AND next_attempt_at <= :now
+        WHERE state IN ('queued','deferred') AND next_attempt_at <= :due
           AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT id FROM campaigns WHERE state != 'active'))
         ORDER BY priority, next_attempt_at, id
         LIMIT :limit

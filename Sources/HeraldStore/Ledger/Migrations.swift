@@ -781,5 +781,14 @@ extension LedgerMigration {
                 "v2: a code's family is found through its outbox row",
                 "DROP INDEX IF EXISTS action_codes_family",
                 "CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL")),
+        // One row each process's health check rewrites while requests find the ledger unavailable: whether a write
+        // commits again (`LedgerProbe`).
+        LedgerMigration(
+            sqlite: Step(
+                "v18: a row for health checks to write",
+                "CREATE TABLE ledger_probe (id INTEGER PRIMARY KEY, probed_at BIGINT NOT NULL)"),
+            postgres: Step(
+                "v18: a row for health checks to write",
+                "CREATE TABLE ledger_probe (id BIGINT PRIMARY KEY, probed_at BIGINT NOT NULL)")),
     ]
 }

@@ -11,8 +11,9 @@ import HeraldCore
 protocol OutboxEngine: LedgerEngine {
     // MARK: Claim
 
-    /// Claims the due rows (`dueRows`, `:now`, `:limit`) for `owner` until `lease`, handing each to `taking`.
-    static func takeDueRows(_ db: Session, lease: Int64, now: Int64, limit: Int, owner: String, into taking: inout ClaimTaking) throws
+    /// Claims the rows due by `due` (`dueRows`, `:due`, `:limit`) for `owner` until `lease`, at `now`, handing each to `taking`.
+    static func takeDueRows(_ db: Session, lease: Int64, now: Int64, due: Int64, limit: Int, owner: String, into taking: inout ClaimTaking)
+        throws
 
     /// How to find the suppression that stops each of `messages` (`reason`, `scope`), or nil when none can (no
     /// suppression is in effect for any of them).

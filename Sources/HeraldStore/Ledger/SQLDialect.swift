@@ -16,6 +16,16 @@ enum SQLDialect: Sendable {
         }
     }
 
+    /// The ledger's clock in milliseconds since 1970, for ages judged across hosts: PostgreSQL's own clock, so that
+    /// hosts whose clocks disagree (or one whose clock stepped) see the same ages; on SQLite, whose ledger has one
+    /// host, the caller's clock (`parameter`, a named placeholder).
+    func clock(or parameter: String) -> String {
+        switch self {
+        case .sqlite: ":\(parameter)"
+        case .postgres: "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+        }
+    }
+
     /// The smaller of two values, NULL when either is (SQLite's scalar `MIN`; PostgreSQL's `LEAST` would skip the NULL).
     func least(_ a: String, _ b: String) -> String {
         switch self {

@@ -7,14 +7,27 @@ extension OutboxEngine {
             // Stopped workers are kept a day for `herald` operators to read, then forgotten.
             try db.execute("DELETE FROM workers WHERE stopped_at < ?", [worker.startedAt.milliseconds - 86_400_000])
             try db.execute(
-                "INSERT INTO workers (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)",
-                [worker.id, worker.host, Int64(worker.pid), worker.startedAt.milliseconds, worker.heartbeatAt.milliseconds])
+                "INSERT INTO workers (id, host, pid, started_at, heartbeat_at) VALUES (:id, :host, :pid, :started, \(db.dialect.clock(or: "now")))",
+                [
+                    "id": worker.id, "host": worker.host, "pid": Int64(worker.pid), "started": worker.startedAt.milliseconds,
+                    "now": worker.heartbeatAt.milliseconds,
+                ])
         }
     }
 
-    public func heartbeat(worker id: String, now: Date) throws {
+    public func heartbeat(worker id: String, now: Date) throws -> Bool {
+        try write { db in
+            try db.execute(
+                "UPDATE workers SET heartbeat_at = \(db.dialect.clock(or: "now")) WHERE id = :id AND stopped_at IS NULL",
+                ["id": id, "now": now.milliseconds]) == 1
+        }
+    }
+
+    public func rejoin(worker id: String, now: Date) throws {
         try write { db -> Void in
-            try db.execute("UPDATE workers SET heartbeat_at = ?, stopped_at = NULL WHERE id = ?", [now.milliseconds, id])
+            try db.execute(
+                "UPDATE workers SET heartbeat_at = \(db.dialect.clock(or: "now")), stopped_at = NULL WHERE id = :id",
+                ["id": id, "now": now.milliseconds])
         }
     }
 
@@ -24,12 +37,18 @@ extension OutboxEngine {
         }
     }
 
-    public func liveWorkers() throws -> [WorkerProcess] {
+    public func liveWorkers(now: Date) throws -> [WorkerProcess] {
         try read { db in
-            try db.rows("SELECT * FROM workers WHERE stopped_at IS NULL ORDER BY started_at").map { row in
+            try db.rows(
+                """
+                SELECT *, \(db.dialect.clock(or: "now")) - heartbeat_at AS heartbeat_age FROM workers
+                WHERE stopped_at IS NULL ORDER BY started_at
+                """, ["now": now.milliseconds]
+            ).map { row in
                 WorkerProcess(
                     id: row["id"], host: row["host"], pid: Int32(truncatingIfNeeded: row["pid"] as Int64),
-                    startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]))
+                    startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]),
+                    heartbeatAge: Double(row["heartbeat_age"] as Int64) / 1000)
             }
         }
     }

@@ -8,6 +8,16 @@ enum PostgresMigrations {
     /// processes starting on a new ledger take turns.
     static func migrate(_ pool: PostgresPool) throws {
         try pool.withSession { session in
+            // Building an index on a large ledger, or waiting for another process's migrations, may take longer
+            // than any request should: this session alone waits as long as it takes.
+            session.answerTimeout = 24 * 3600
+            try session.execute("SET statement_timeout = 0")
+            try session.execute("SET lock_timeout = 0")
+            defer {
+                _ = try? session.execute("RESET statement_timeout")
+                _ = try? session.execute("RESET lock_timeout")
+                session.answerTimeout = pool.timeouts.answer
+            }
             if let schema = pool.location.schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \(schema)") }
             try session.execute("SELECT pg_advisory_lock(7260218)")
             defer { _ = try? session.execute("SELECT pg_advisory_unlock(7260218)") }

@@ -130,7 +130,35 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// How long PostgreSQL may keep a caller waiting (`database.busyTimeout`, `database.statementTimeout`).
+public struct PostgresTimeouts: Sendable, Hashable {
+    /// The longest wait for a lock (`lock_timeout`): then SQLSTATE 55P03, a passing `UNAVAILABLE`.
+    public var lock: TimeInterval
+    /// The longest one statement may run (`statement_timeout`): then SQLSTATE 57014, a passing `UNAVAILABLE`.
+    public var statement: TimeInterval
+    /// A transaction left open this long by a client that stopped (a paused or frozen process) is ended by the
+    /// server, so the locks it holds do not stop everyone else (`idle_in_transaction_session_timeout`).
+    public var idleInTransaction: TimeInterval { max(60, statement * 2) }
+    /// How long Herald waits for any answer: the server's own deadline plus a margin for the network. A
+    /// connection that stays silent longer (a server frozen, a peer gone without a reset) is closed.
+    public var answer: TimeInterval { statement + 5 }
+
+    public init(lock: TimeInterval = 10, statement: TimeInterval = 30) {
+        self.lock = lock
+        self.statement = statement
+    }
+
+    /// Milliseconds, as PostgreSQL's settings take them.
+    static func milliseconds(_ seconds: TimeInterval) -> String { String(Int((seconds * 1000).rounded())) }
+}
+
 /// A fixed number of PostgreSQL connections lent to one thread at a time; callers block, as with SQLite.
+///
+/// Every wait is bounded: the server ends lock waits and statements past `PostgresTimeouts` itself, and a
+/// connection that does not answer within `PostgresTimeouts.answer` (or a connection attempt within the same) is
+/// closed and reported `UNAVAILABLE`. A broken connection is never lent again; a transaction whose first
+/// statement fails on a connection that sat idle (the server restarted meanwhile, or ended it) runs again at once
+/// on a new connection, since nothing of it ran.
 ///
 /// Writes run as SERIALIZABLE transactions, the nearest PostgreSQL comes to SQLite's one writer at a time, so
 /// a check and the insert it guards (a throttle, a single-use code) cannot interleave with another node's; a
@@ -145,8 +173,9 @@ final class PostgresPool: @unchecked Sendable {
 
     let location: PostgresLocation
     let logger: Logger
+    let timeouts: PostgresTimeouts
     private let size: Int
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var idle: [PostgresSession] = []
     private var open = 0
     private var nextID = 0
@@ -156,8 +185,9 @@ final class PostgresPool: @unchecked Sendable {
     private let tls: PostgresConnection.Configuration.TLS
 
     /// - Throws: `INVALID_CONFIGURATION` when the location's `sslrootcert` cannot be read.
-    init(location: PostgresLocation, size: Int = 8) throws {
+    init(location: PostgresLocation, size: Int = 8, timeouts: PostgresTimeouts = PostgresTimeouts()) throws {
         self.location = location
+        self.timeouts = timeouts
         tls = try location.connectionTLS()
         self.size = max(1, size)
         var logger = Logger(label: "herald.postgres")
@@ -198,8 +228,18 @@ final class PostgresPool: @unchecked Sendable {
     }
 
     private func transaction<T>(_ isolation: Isolation, _ body: (PostgresSession) throws -> T) throws -> T {
-        try withSession { session in
-            try session.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        var stale = 0
+        while true {
+            let session = try acquire()
+            defer { release(session) }
+            do {
+                try session.execute("BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+            } catch let error as HeraldError where session.isBroken && !session.timedOut && session.wasIdle && stale < size {
+                // The connection died while it sat in the pool (a restart, a terminated backend): nothing ran.
+                stale += 1
+                logger.debug("dropped a pooled connection the server had closed", metadata: ["error": "\(error.detail)"])
+                continue
+            }
             do {
                 let value = try body(session)
                 try session.execute("COMMIT")
@@ -221,6 +261,7 @@ final class PostgresPool: @unchecked Sendable {
                     open -= 1
                     continue
                 }
+                session.wasIdle = true
                 return session
             }
             if open < size {
@@ -238,7 +279,11 @@ final class PostgresPool: @unchecked Sendable {
                     throw error
                 }
             }
-            condition.wait()
+            // Every connection is lent: one comes back within a statement's deadline, or the ledger is unavailable.
+            if !condition.wait(seconds: timeouts.answer) && idle.isEmpty && open >= size {
+                condition.unlock()
+                throw HeraldError(.unavailable, "ledger unavailable: all \(size) connections stayed busy for \(Int(timeouts.answer)) s")
+            }
         }
     }
 
@@ -267,7 +312,14 @@ final class PostgresPool: @unchecked Sendable {
             host: location.host, port: location.port, username: location.user, password: location.password,
             database: location.database, tls: tls)
         configuration.options.connectTimeout = .seconds(10)
-        if let schema = location.schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        // Every session's own deadlines, set at start-up so that no statement runs before them.
+        var parameters = [
+            ("lock_timeout", PostgresTimeouts.milliseconds(timeouts.lock)),
+            ("statement_timeout", PostgresTimeouts.milliseconds(timeouts.statement)),
+            ("idle_in_transaction_session_timeout", PostgresTimeouts.milliseconds(timeouts.idleInTransaction)),
+        ]
+        if let schema = location.schema { parameters.append(("search_path", schema)) }
+        configuration.options.additionalStartupParameters = parameters
         return configuration
     }
 
@@ -289,10 +341,14 @@ final class PostgresPool: @unchecked Sendable {
     func connect(id: Int) throws -> PostgresSession {
         let configuration = self.configuration
         do {
-            let connection = try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger
-            ).wait()
-            return PostgresSession(connection: connection, logger: logger)
+            let connecting = PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger)
+            guard let connection = try PostgresSession.wait(for: connecting, seconds: timeouts.answer) else {
+                // A server that accepts the connection and then says nothing (frozen, or a peer gone silent).
+                connecting.whenSuccess { Self.close($0) }
+                throw HeraldError(.unavailable, "ledger unavailable: \(location): no answer in \(Int(timeouts.answer)) s")
+            }
+            return PostgresSession(connection: connection, logger: logger, answerTimeout: timeouts.answer)
         } catch let error as PSQLError {
             if error.code == .server, let info = error.serverInfo, let state = info[.sqlState] {
                 let message = info[.message] ?? "\(error)"

@@ -25,6 +25,11 @@ struct PostgresFailure: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// The connection was closed before a statement could be handed to it.
+struct ConnectionClosed: Error, CustomStringConvertible {
+    var description: String { "the connection to PostgreSQL is closed" }
+}
+
 /// One connection lent by `PostgresPool`: runs statements and blocks its thread until each has answered.
 ///
 /// Statements take `?` (in order), `?NNN` or `$NNN` (by position) and `:name` (named) placeholders, so the
@@ -34,10 +39,40 @@ final class PostgresSession {
     let logger: Logger
     /// Set when the connection failed: the pool drops it instead of lending it again.
     var isBroken = false
+    /// Lent from the pool's idle connections (rather than opened for this caller): a failure of its first
+    /// statement may only mean the server closed it meanwhile.
+    var wasIdle = false
+    /// The connection was given up for want of an answer (rather than closed by the server).
+    var timedOut = false
+    /// How long a statement's answer is awaited before the connection is given up (`PostgresTimeouts.answer`).
+    var answerTimeout: TimeInterval
 
-    init(connection: PostgresConnection, logger: Logger) {
+    init(connection: PostgresConnection, logger: Logger, answerTimeout: TimeInterval) {
         self.connection = connection
         self.logger = logger
+        self.answerTimeout = answerTimeout
+    }
+
+    /// Waits at most `seconds` for `future`; nil if it has not completed by then.
+    static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, seconds: TimeInterval) throws -> Value? {
+        let outcome = Outcome<Value>()
+        future.whenComplete { outcome.set($0) }
+        guard outcome.done.wait(timeout: .now() + .milliseconds(Int(seconds * 1000))) == .success else { return nil }
+        return try outcome.result?.get()
+    }
+
+    /// A future's result, handed from its event loop to the waiting thread. `@unchecked Sendable`: `lock` guards it.
+    private final class Outcome<Value: Sendable>: @unchecked Sendable {
+        let done = DispatchSemaphore(value: 0)
+        private let lock = NSLock()
+        private var stored: Result<Value, any Error>?
+
+        func set(_ result: Result<Value, any Error>) {
+            lock.withLock { stored = result }
+            done.signal()
+        }
+
+        var result: Result<Value, any Error>? { lock.withLock { stored } }
     }
 
     /// Runs one statement; returns how many rows it changed (or returned).
@@ -101,9 +136,27 @@ final class PostgresSession {
             }
         }
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: text, binds: bindings), logger: logger).wait()
+            let query = PostgresQuery(unsafeSQL: text, binds: bindings)
+            let (connection, logger) = (self.connection, self.logger)
+            // Handed over on the connection's own event loop, and only while it is open: postgres-nio writes a
+            // statement into the channel without a promise, so one written just after the server closed the
+            // connection (a restart, a terminated backend) was dropped unanswered and its caller waited for ever.
+            let answer = connection.eventLoop.flatSubmit { () -> EventLoopFuture<PostgresQueryResult> in
+                guard !connection.isClosed else { return connection.eventLoop.makeFailedFuture(ConnectionClosed()) }
+                return connection.query(query, logger: logger)
+            }
+            guard let result = try Self.wait(for: answer, seconds: answerTimeout) else {
+                // The server said nothing for longer than it may run a statement: it is frozen or gone without a
+                // reset. Closing the connection fails the query; the pool opens a new one for the next caller.
+                (isBroken, timedOut) = (true, true)
+                PostgresPool.close(connection)
+                throw HeraldError(.unavailable, "ledger unavailable: PostgreSQL did not answer in \(Int(answerTimeout)) s")
+            }
+            return result
         } catch let error as PSQLError {
             throw translate(error)
+        } catch let error as HeraldError {
+            throw error
         } catch {
             isBroken = true
             throw HeraldError(.unavailable, "ledger unavailable: \(error)")

@@ -6,9 +6,9 @@ import HeraldCore
 extension PostgresStore: OutboxEngine {
 
     static func takeDueRows(
-        _ db: PostgresSession, lease: Int64, now: Int64, limit: Int, owner: String, into taking: inout ClaimTaking
+        _ db: PostgresSession, lease: Int64, now: Int64, due: Int64, limit: Int, owner: String, into taking: inout ClaimTaking
     ) throws {
-        let rows = try db.fetchAll(claimDueRows, ["lease": lease, "now": now, "limit": limit, "owner": owner])
+        let rows = try db.fetchAll(claimDueRows, ["lease": lease, "now": now, "due": due, "limit": limit, "owner": owner])
         taking.reserveCapacity(rows.count)
         for row in rows { taking.take(row) }
     }

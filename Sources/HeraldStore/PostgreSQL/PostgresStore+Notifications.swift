@@ -60,10 +60,18 @@ extension PostgresStore {
             while !relay.isCancelled {
                 attempt += 1
                 if let session = try? pool.connect(id: -attempt), relay.hold(session.connection) {
-                    session.connection.addListener(channel: Self.queuedChannel) { _, _ in signal.signal() }
-                    if (try? session.execute("LISTEN \(Self.queuedChannel)")) != nil {
+                    let connection = session.connection
+                    // Added on the connection's event loop while it is open (postgres-nio then sends the LISTEN): a
+                    // listener handed to a connection the server had just closed was dropped, and postgres-nio traps
+                    // when it frees a listener that never ran.
+                    let listening = try? connection.eventLoop.submit { () -> Bool in
+                        guard !connection.isClosed else { return false }
+                        connection.addListener(channel: Self.queuedChannel) { _, _ in signal.signal() }
+                        return true
+                    }.wait()
+                    if listening == true {
                         signal.signal()
-                        try? session.connection.closeFuture.wait()
+                        try? connection.closeFuture.wait()
                     }
                     _ = relay.hold(nil)
                     PostgresPool.close(session.connection)

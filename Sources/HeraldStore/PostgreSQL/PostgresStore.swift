@@ -21,9 +21,11 @@ public final class PostgresStore: HeraldStore, LedgerEngine {
     ///
     /// - Throws: `UNAVAILABLE` while the server cannot be reached; `INVALID_CONFIGURATION` when it refuses the
     ///   credentials or the database does not exist.
-    public init(location: PostgresLocation, poolSize: Int = 8, webhooks: WebhookRouting = .none) throws {
+    public init(
+        location: PostgresLocation, poolSize: Int = 8, timeouts: PostgresTimeouts = PostgresTimeouts(), webhooks: WebhookRouting = .none
+    ) throws {
         self.webhooks = webhooks
-        pool = try PostgresPool(location: location, size: poolSize)
+        pool = try PostgresPool(location: location, size: poolSize, timeouts: timeouts)
         do {
             try PostgresMigrations.migrate(pool)
         } catch let failure as PostgresFailure {

@@ -9,13 +9,17 @@ public struct WorkerProcess: Sendable, Hashable {
     public let pid: Int32
     public let startedAt: Date
     public let heartbeatAt: Date
+    /// How long ago the last heartbeat was, by the ledger's clock (PostgreSQL's, not this host's): what other hosts'
+    /// workers are judged by.
+    public let heartbeatAge: TimeInterval
 
-    public init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date) {
+    public init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, heartbeatAge: TimeInterval = 0) {
         self.id = id
         self.host = host
         self.pid = pid
         self.startedAt = startedAt
         self.heartbeatAt = heartbeatAt
+        self.heartbeatAge = heartbeatAge
     }
 }
 
@@ -24,14 +28,18 @@ public protocol WorkerRegistry: Sendable {
     /// Records a starting worker.
     func register(_ worker: WorkerProcess) throws
 
-    /// Marks the worker alive at `now` (again, if it had been given up for dead).
-    func heartbeat(worker id: String, now: Date) throws
+    /// Marks the worker alive (by the ledger's clock; `now` on SQLite). Returns false, changing nothing, when the
+    /// worker was given up for dead meanwhile (`returnOrphans`): the rows it holds are no longer its own.
+    func heartbeat(worker id: String, now: Date) throws -> Bool
+
+    /// Marks a worker that was given up for dead alive again, once it has let go of the rows it held.
+    func rejoin(worker id: String, now: Date) throws
 
     /// Marks a cleanly stopped worker; its rows were already recorded or handed back.
     func deregister(worker id: String, now: Date) throws
 
-    /// Workers that have not stopped.
-    func liveWorkers() throws -> [WorkerProcess]
+    /// Workers that have not stopped, with their heartbeats' ages by the ledger's clock.
+    func liveWorkers(now: Date) throws -> [WorkerProcess]
 
     /// Marks `id` dead and returns its claimed rows to the queue: those that may have been started (at most
     /// `worker.unrecordedPerConnection` per connection) get an `interrupted` attempt, the rest go back uncharged.

@@ -34,7 +34,11 @@ struct LedgerPool: Sendable {
         do {
             return try body()
         } catch let error as DatabaseError where isPassing(error.resultCode) && !(opening && error.resultCode.primaryResultCode == .SQLITE_CANTOPEN) {
-            throw HeraldError(.unavailable, "ledger unavailable: \(error.message ?? "\(error.resultCode)")")
+            // Out of descriptors, SQLite says only that it cannot open a file (or an I/O error): name the cause.
+            let cause =
+                [.SQLITE_CANTOPEN, .SQLITE_IOERR].contains(error.resultCode.primaryResultCode) && FileDescriptors.exhausted()
+                ? FileDescriptors.exhaustion : error.message ?? "\(error.resultCode)"
+            throw HeraldError(.unavailable, "ledger unavailable: \(cause)")
         }
     }
 

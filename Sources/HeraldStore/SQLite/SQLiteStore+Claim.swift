@@ -6,11 +6,11 @@ import HeraldCore
 /// statements, claims read through a cursor, rows bound into multi-row statements through SQLite's C API.
 extension SQLiteStore: OutboxEngine {
 
-    static func takeDueRows(_ db: Database, lease: Int64, now: Int64, limit: Int, owner: String, into taking: inout ClaimTaking) throws {
+    static func takeDueRows(_ db: Database, lease: Int64, now: Int64, due: Int64, limit: Int, owner: String, into taking: inout ClaimTaking) throws {
         // Rows are read through a cursor, each decoded where SQLite holds it (no copy of every column), and all
         // of them before anything else runs.
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: claimDueRows), arguments: ["lease": lease, "now": now, "limit": limit, "owner": owner])
+            db.cachedStatement(sql: claimDueRows), arguments: ["lease": lease, "now": now, "due": due, "limit": limit, "owner": owner])
         while let row = try rows.next() { taking.take(row) }
     }
 
