@@ -38,6 +38,8 @@ final class LedgerDesk: @unchecked Sendable {
         var nextClaim = MonotonicInstant.distantPast
         /// Not before this time even when this process queues mail (after a claim that found fewer rows than it could take).
         var claimFloor = MonotonicInstant.distantPast
+        /// When this connection's claims were made that failed without saying whether they committed.
+        var abandonedClaims: [Date] = []
         /// Outcomes handed in and recorded, counted.
         var handed = 0
         var recorded = 0
@@ -320,12 +322,21 @@ final class LedgerDesk: @unchecked Sendable {
             condition.withLock { lanes[connection].nextClaim = MonotonicInstant.now().adding(0.2) }
             return
         }
-        let now = Date()
         let tick = MonotonicInstant.now()
-        guard
-            let batch = try watch.run(
-                "claiming mail", stop: stop, persistence: .untilStopped, { try store.claimBatch(policy, owner: owner, now: now) })
-        else { return }
+        // A claim that failed may still have committed (the connection cut after its COMMIT): the next one returns
+        // whatever it took, so those rows do not sit in 'sending' until their lease ends.
+        var abandoned = condition.withLock { lanes[connection].abandonedClaims }
+        let claimed = try watch.run("claiming mail", stop: stop, persistence: .untilStopped) { () -> ClaimedBatch in
+            let now = Date()
+            do {
+                return try store.claimBatch(policy, owner: owner, now: now, abandoning: abandoned)
+            } catch {
+                abandoned.append(now)
+                throw error
+            }
+        }
+        condition.withLock { lanes[connection].abandonedClaims = claimed == nil ? abandoned : [] }
+        guard let batch = claimed else { return }
         let rows = batch.messages
         var status: QueueStatus?
         if rows.isEmpty {

@@ -50,6 +50,26 @@ import Testing
         let claimed = try store.claimBatch(Fixture.policy(), owner: ClaimOwner.name(worker: "w", connection: 0, unrecorded: 2), now: Date())
         #expect(claimed.messages.map(\.message.id) == [id])
     }
+
+    /// A claim whose answer was lost (the connection cut after its COMMIT) took rows nobody will send: the next
+    /// claim of the same owner gives them back uncharged instead of leaving them in 'sending' until the lease ends.
+    @Test(arguments: StoreKind.allCases)
+    func rowsOfAClaimWhoseAnswerWasLostGoBackWithTheNextClaim(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy { $0.worker.batchSize = 2 }
+        let owner = ClaimOwner.name(worker: "w", connection: 0, unrecorded: 2)
+        let ids = try (0..<3).map {
+            try store.enqueue(Fixture.request(.verifyEmail, "lost\($0)@example.com"), messageDomain: Fixture.messageDomain)
+        }
+        let lost = Date(milliseconds: Date().milliseconds)
+        #expect(try store.claimBatch(policy, owner: owner, now: lost).messages.map(\.message.id) == Array(ids.prefix(2)))
+        let other = ClaimOwner.name(worker: "x", connection: 0, unrecorded: 2)
+        #expect(try store.claimBatch(policy, owner: other, now: lost).messages.map(\.message.id) == [ids[2]], "another's rows stay its own")
+        let next = try store.claimBatch(policy, owner: owner, now: lost.addingTimeInterval(1), abandoning: [lost])
+        #expect(next.messages.map(\.message.id) == Array(ids.prefix(2)), "taken again, as new")
+        #expect(next.messages.allSatisfy { $0.message.attempts == 1 }, "the lost claim's attempt was given back")
+        #expect(try store.claimBatch(policy, owner: other, now: lost.addingTimeInterval(2)).messages.isEmpty)
+    }
 }
 
 /// PostgreSQL connections that die, stall or wait for a lock: every wait ends.

@@ -9,9 +9,17 @@ extension OutboxEngine {
     /// `UPDATE … RETURNING` statement claims the due rows for `owner` (`<worker id>/<connection>:<bound>`), on
     /// PostgreSQL picking them with `FOR UPDATE SKIP LOCKED` so that workers on other hosts claiming at the same
     /// moment take other rows instead of waiting or taking the same ones, and each claimed row gets a fresh hashed code.
-    public func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch {
+    public func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date, abandoning: [Date]) throws -> ClaimedBatch {
         let at = now.milliseconds
         return try write(.locking) { db in
+            for earlier in abandoning {
+                // A claim's rows are the owner's rows leased until exactly its time plus the lease.
+                let lease = earlier.milliseconds + Int64(policy.lease * 1000)
+                let ids = try db.fetchAllCached(
+                    "SELECT id FROM outbox WHERE state = 'sending' AND lease_until = ? AND claimed_by = ?", [lease, owner]
+                ).map { $0.value(at: 0) as Int64 }
+                try giveBackUnstarted(db, ids, at: at)
+            }
             try returnOrphans(
                 db, where: "lease_until < :now", ["now": at], maxAttempts: policy.maxAttempts,
                 reason: "lease expired: the worker stopped before recording a result", at: at)
@@ -144,7 +152,13 @@ extension OutboxEngine {
             // Only a row the statement made `dead` is an event (`state:` guards the insert); a requeued one is not.
             try emitWebhook(db, .dead, outboxID: id, at: at, state: OutboxState.dead.rawValue)
         }
-        // Rows never started: a thousand at a time, in two statements (their order changes nothing).
+        try giveBackUnstarted(db, unstarted, at: at)
+        return (started.count, unstarted.count)
+    }
+
+    /// Rows claimed and never started go back as they were: their attempt given back, their code voided.
+    func giveBackUnstarted(_ db: Session, _ unstarted: [Int64], at: Int64) throws {
+        // A thousand at a time, in two statements (their order changes nothing).
         for start in stride(from: 0, to: unstarted.count, by: 1000) {
             let ids = Array(unstarted[start..<min(start + 1000, unstarted.count)])
             let rows = db.dialect.oneOf("id", ids)
@@ -161,7 +175,6 @@ extension OutboxEngine {
                 WHERE id IN (SELECT MAX(id) FROM action_codes WHERE \(codes.sql) GROUP BY outbox_id) AND redeemed_at IS NULL
                 """, codes.arguments)
         }
-        return (started.count, unstarted.count)
     }
 
     /// Queued sign-in and reset mail past its allowed wait is expired, never sent stale; any mail

@@ -34,7 +34,11 @@ public protocol OutboxStore: WorkerRegistry {
 
     /// Claims up to `policy.limit` due rows for `owner` (`ClaimOwner`: `<worker id>/<connection>:<bound>`) and mints a code
     /// for each (only its hash is stored); says how many due rows it took, those it cancelled or failed on the spot included.
-    func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch
+    ///
+    /// `abandoning` names earlier claims of `owner` (by the `now` each was made at) whose outcome the caller never
+    /// learned (the connection was cut around their commit): rows they may have taken, never handed to a send, go
+    /// back to the queue uncharged first, in the same transaction, instead of waiting for their lease to end.
+    func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date, abandoning: [Date]) throws -> ClaimedBatch
 
     /// Records attempts and moves each row to its next state, all in one transaction (a group commit);
     /// a late result never overwrites a new owner's.
@@ -89,6 +93,11 @@ extension OutboxStore {
     /// Queues many requests without a bulk key (every one is queued); returns how many were.
     public func enqueue(_ requests: [ActionRequest], messageDomain: String, batchSize: Int, now: Date) throws -> Int {
         try enqueue(requests, bulkKey: nil, messageDomain: messageDomain, batchSize: batchSize, now: now).newlyQueued
+    }
+
+    /// Claims with no earlier claim abandoned.
+    public func claimBatch(_ policy: ClaimPolicy, owner: String, now: Date) throws -> ClaimedBatch {
+        try claimBatch(policy, owner: owner, now: now, abandoning: [])
     }
 
     /// The messages `claimBatch(_:owner:now:)` claims, to send.
