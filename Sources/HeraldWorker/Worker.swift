@@ -12,11 +12,13 @@ import Logging
 ///
 /// Nothing here runs on Swift's cooperative pool. Stopping finishes and records the in-flight send
 /// on every connection, hands unsent claimed rows back to the queue, then returns — within one
-/// `smtp.timeout`.
+/// `smtp.timeout`, or `smtp.dataTimeout` for a message whose final dot awaits its reply.
 ///
 /// Nothing passing is fatal: an unavailable ledger is waited out (`LedgerWatch`), a failing SMTP
 /// server pauses its connection without charging messages (`ConnectionBreaker`), and a dead
-/// worker's rows come back within seconds (`Housekeeper`). Only other errors stop the loop.
+/// worker's rows come back within seconds (`Housekeeper`). Only other errors stop the loop. A message whose
+/// final dot got no reply may have been delivered: it is charged, and sent again at most
+/// `worker.maxUncertainRetries` times.
 ///
 /// ```swift
 /// let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
@@ -29,6 +31,8 @@ public struct Worker: Sendable {
     let composer: MessageComposer
     let policy: ClaimPolicy
     let retry: RetryPolicy
+    /// `worker.maxUncertainRetries`: how often a possibly delivered message goes again.
+    let maxUncertainRetries: Int
     let pollInterval: TimeInterval
     /// A claimed row is only sent while this much of its lease remains (one SMTP exchange); otherwise it goes back.
     let leaseMargin: TimeInterval
@@ -62,8 +66,10 @@ public struct Worker: Sendable {
         self.composer = composer
         policy = ClaimPolicy(configuration)
         retry = RetryPolicy(base: configuration.worker.backoffBase, cap: configuration.worker.backoffCap)
+        maxUncertainRetries = configuration.worker.maxUncertainRetries
         pollInterval = configuration.worker.pollInterval
-        leaseMargin = min(configuration.smtp.connectTimeout + configuration.smtp.timeout, configuration.worker.lease / 2)
+        let smtp = configuration.smtp
+        leaseMargin = min(smtp.connectTimeout + smtp.timeout + smtp.dataTimeout, configuration.worker.lease / 2)
         stopGrace = configuration.smtp.timeout
         connectionBackoff = (configuration.worker.connectionBackoffBase, configuration.worker.connectionBackoffCap)
         heartbeatTimeout = configuration.worker.heartbeatTimeout
@@ -244,12 +250,13 @@ public struct Worker: Sendable {
                 }
             }
         }
-        /// Hands a finished send to the desk; a connection failure pauses the connection and returns its rows.
+        /// Hands a finished send to the desk; a connection failure (or silence after a final dot) pauses the connection
+        /// and returns its rows.
         func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) throws {
             // Nothing of it left (it waited behind a send whose connection failed): back to the queue, unrecorded.
             if result.outcome == .unsent { return try giveBack(lane, [claimed]) }
             var pause: TimeInterval?
-            if result.outcome == .connection {
+            if result.outcome == .connection || result.outcome == .possiblyDelivered {
                 pause = lanes[lane].breaker.failed(result.replyText)
             } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
@@ -292,7 +299,8 @@ public struct Worker: Sendable {
         let result: DeliveryResult
         let startedAt: Date
         let finishedAt: Date
-        /// Set for a connection-level failure: the row goes back uncharged and is due after this pause.
+        /// Set when the connection failed: the connection pauses this long, and a connection-level failure's row goes
+        /// back uncharged, due after it.
         let pause: TimeInterval?
     }
 
@@ -330,6 +338,12 @@ public struct Worker: Sendable {
         case .connection, .unsent:  // `finish` hands unsent rows back itself: they never reach the desk
             decision = .returned(until: outcome.finishedAt.addingTimeInterval(outcome.pause ?? connectionBackoff.base))
             summary.returned += 1
+        case .possiblyDelivered:
+            // The server may have it: resent only while few copies have gone, and never past the attempts.
+            let resend = message.possiblyDelivered < maxUncertainRetries && message.attempts < policy.maxAttempts
+            let retryAt = resend ? Date().addingTimeInterval(retry.delay(afterAttempt: message.attempts)) : nil
+            decision = .possiblyDelivered(retryAt: retryAt)
+            summary.possiblyDelivered += 1
         case .transient where message.attempts >= policy.maxAttempts:
             decision = .dead
             summary.dead += 1
@@ -357,6 +371,12 @@ public struct Worker: Sendable {
             logger.error("failed permanently", metadata: metadata(message, result))
         case .dead:
             logger.error("dead: attempts exhausted", metadata: metadata(message, result))
+        case .possiblyDelivered(let retryAt?):
+            logger.warning(
+                "possibly delivered: no reply to the end of data; sent again (it may arrive twice)",
+                metadata: metadata(message, result, ["retryAt": "\(retryAt)"]))
+        case .possiblyDelivered(nil):
+            logger.error("possibly delivered: no reply to the end of data; not sent again", metadata: metadata(message, result))
         }
     }
 
