@@ -13,13 +13,14 @@ import HeraldMail
 /// ```
 public struct SingleDelivery: Sendable {
     let makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher
-    /// How long the relay has to answer: a connection and an exchange (`smtp.connectTimeout` and `smtp.timeout`),
-    /// and five seconds more.
+    /// How long the relay has to answer: a connection and an exchange (`smtp.connectTimeout`, `smtp.timeout` and the
+    /// final dot's `smtp.dataTimeout`), and five seconds more.
     let patience: TimeInterval
 
     public init(configuration: HeraldConfiguration, makeDispatcher: @escaping @Sendable (_ lanes: Int) throws -> any MailDispatcher) {
         self.makeDispatcher = makeDispatcher
-        patience = configuration.smtp.connectTimeout + configuration.smtp.timeout + 5
+        let smtp = configuration.smtp
+        patience = smtp.connectTimeout + smtp.timeout + smtp.dataTimeout + 5
     }
 
     /// Sends `message` on a lane of its own and returns the relay's answer, or a `.connection` result when none

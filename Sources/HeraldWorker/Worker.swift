@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 import Logging
+import Synchronization
 
 /// The dispatch loop: claim → render → send → record. One send loop drives every SMTP connection
 /// through a `MailDispatcher` and renders each message just before it goes (DKIM-signed mail is rendered
@@ -12,11 +13,13 @@ import Logging
 ///
 /// Nothing here runs on Swift's cooperative pool. Stopping finishes and records the in-flight send
 /// on every connection, hands unsent claimed rows back to the queue, then returns — within one
-/// `smtp.timeout`.
+/// `smtp.timeout`, or `smtp.dataTimeout` for a message whose final dot awaits its reply.
 ///
 /// Nothing passing is fatal: an unavailable ledger is waited out (`LedgerWatch`), a failing SMTP
 /// server pauses its connection without charging messages (`ConnectionBreaker`), and a dead
-/// worker's rows come back within seconds (`Housekeeper`). Only other errors stop the loop.
+/// worker's rows come back within seconds (`Housekeeper`). Only other errors stop the loop. A message whose
+/// final dot got no reply may have been delivered: it is charged, and sent again at most
+/// `worker.maxUncertainRetries` times.
 ///
 /// ```swift
 /// let worker = Worker(store: store, composer: composer, configuration: configuration, logger: logger) { lanes in
@@ -29,11 +32,15 @@ public struct Worker: Sendable {
     let composer: MessageComposer
     let policy: ClaimPolicy
     let retry: RetryPolicy
+    /// `worker.maxUncertainRetries`: how often a possibly delivered message goes again.
+    let maxUncertainRetries: Int
     let pollInterval: TimeInterval
     /// A claimed row is only sent while this much of its lease remains (one SMTP exchange); otherwise it goes back.
     let leaseMargin: TimeInterval
     /// How long recording a finished send keeps trying for an unavailable ledger after a stop.
     let stopGrace: TimeInterval
+    /// `smtp.dataTimeout`: how long a send whose final dot is written may still wait for its reply after a stop.
+    let dataTimeout: TimeInterval
     let connectionBackoff: (base: TimeInterval, cap: TimeInterval)
     let heartbeatTimeout: TimeInterval
     /// `ledger.eventRetention`: the housekeeper prunes older events; 0 keeps them.
@@ -62,9 +69,12 @@ public struct Worker: Sendable {
         self.composer = composer
         policy = ClaimPolicy(configuration)
         retry = RetryPolicy(base: configuration.worker.backoffBase, cap: configuration.worker.backoffCap)
+        maxUncertainRetries = configuration.worker.maxUncertainRetries
         pollInterval = configuration.worker.pollInterval
-        leaseMargin = min(configuration.smtp.connectTimeout + configuration.smtp.timeout, configuration.worker.lease / 2)
+        let smtp = configuration.smtp
+        leaseMargin = min(smtp.connectTimeout + smtp.timeout + smtp.dataTimeout, configuration.worker.lease / 2)
         stopGrace = configuration.smtp.timeout
+        dataTimeout = configuration.smtp.dataTimeout
         connectionBackoff = (configuration.worker.connectionBackoffBase, configuration.worker.connectionBackoffCap)
         heartbeatTimeout = configuration.worker.heartbeatTimeout
         eventRetention = configuration.ledger.eventRetention
@@ -94,6 +104,7 @@ public struct Worker: Sendable {
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
             maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
         let count = max(1, concurrency)
+        let inFlight = InFlightCount()
         // The log is copied beside the desk, not in its commits (`checkpointInBackground`).
         let stopCheckpoints = store.checkpointInBackground(besideRequests: besideAPI)
         defer { stopCheckpoints() }
@@ -132,7 +143,8 @@ public struct Worker: Sendable {
                 }
                 deskThread.start()
                 do {
-                    let loop = SendLoop(owners: owners, watch: watch, stop: stop, desk: desk, fence: housekeeper.fence)
+                    let loop = SendLoop(
+                        owners: owners, watch: watch, stop: stop, desk: desk, fence: housekeeper.fence, inFlight: inFlight)
                     results.add(try self.sendLoop(loop, dispatcher))
                 } catch {
                     results.fail(error)
@@ -148,18 +160,25 @@ public struct Worker: Sendable {
                 housekeeper.waitUntilDone()
                 finish.finish()
             }
-            // A stop ends the run within one `smtp.timeout` (the sends in flight) plus a margin, whatever the ledger
-            // does: threads still waiting for it then are left behind, and their rows return to the queue when
-            // another worker finds this one gone, or at their lease's end.
+            // A stop ends the run within one `smtp.timeout` plus a margin whatever the ledger does (a send whose
+            // final dot awaits its reply may take up to `smtp.dataTimeout`: cutting it short would leave the message
+            // possibly delivered): threads still waiting for the ledger then are left behind, and their rows return to
+            // the queue when another worker finds this one gone, or at their lease's end.
             let bound = stopGrace + Self.stopMargin
+            let longest = max(stopGrace, dataTimeout) + Self.stopMargin
             let logger = logger
             Thread.named("herald-stop-bound") {
                 while !finish.isFinished && !stop.wait(1) {}
-                guard !finish.wait(bound) else { return }
-                logger.error(
-                    "the worker did not finish within \(Int(bound)) s of the stop (the ledger did not answer); exiting with what it could not record: those rows return to the queue when another worker finds this one gone or their lease ends"
-                )
-                finish.finish()
+                let stopped = MonotonicInstant.now()
+                while !finish.wait(0.2) {
+                    let waited = MonotonicInstant.now().seconds(since: stopped)
+                    guard waited >= longest || (waited >= bound && inFlight.value == 0) else { continue }
+                    logger.error(
+                        "the worker did not finish within \(Int(waited)) s of the stop (the ledger did not answer); exiting with what it could not record: those rows return to the queue when another worker finds this one gone or their lease ends"
+                    )
+                    finish.finish()
+                    return
+                }
             }.start()
         }
         var summary = results.summary
@@ -179,6 +198,8 @@ public struct Worker: Sendable {
         let desk: LedgerDesk
         /// Sends start only while this worker's heartbeats say its rows are still its own.
         let fence: ClaimFence
+        /// Sends under way on every connection, for the stop's bound.
+        let inFlight: InFlightCount
     }
 
     /// One connection's state in the send loop.
@@ -260,13 +281,15 @@ public struct Worker: Sendable {
                     rateLimiter?.acquire()
                     dispatcher.start(lane: lane, from: composed.envelopeFrom, to: [composed.recipient], message: composed.bytes)
                     lanes[lane].sending.append((claimed, started))
+                    context.inFlight.add(1)
                 case .failure(let error):
                     let result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
                     try finish(lane, claimed, started, result)
                 }
             }
         }
-        /// Hands a finished send to the desk; a connection failure pauses the connection and returns its rows.
+        /// Hands a finished send to the desk; a connection failure (or silence after a final dot) pauses the connection
+        /// and returns its rows.
         func finish(_ lane: Int, _ claimed: ClaimedMessage, _ started: Date, _ result: DeliveryResult) throws {
             // Nothing of it left (it waited behind a send whose connection failed): back to the queue, unrecorded.
             if result.outcome == .unsent { return try giveBack(lane, [claimed]) }
@@ -276,7 +299,7 @@ public struct Worker: Sendable {
                 // Not the relay's doing: a socket could not even be opened.
                 result = DeliveryResult(outcome: .connection, replyCode: nil, replyText: "\(FileDescriptors.exhaustion) (\(result.replyText))")
             }
-            if result.outcome == .connection {
+            if result.outcome == .connection || result.outcome == .possiblyDelivered {
                 pause = lanes[lane].breaker.failed(result.replyText)
             } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
@@ -316,6 +339,7 @@ public struct Worker: Sendable {
             for (lane, result) in dispatcher.poll(timeout: timeout) {
                 guard !lanes[lane].sending.isEmpty else { continue }
                 let (claimed, started) = lanes[lane].sending.removeFirst()
+                context.inFlight.add(-1)
                 try finish(lane, claimed, started, result)
             }
         }
@@ -330,7 +354,8 @@ public struct Worker: Sendable {
         let result: DeliveryResult
         let startedAt: Date
         let finishedAt: Date
-        /// Set for a connection-level failure: the row goes back uncharged and is due after this pause.
+        /// Set when the connection failed: the connection pauses this long, and a connection-level failure's row goes
+        /// back uncharged, due after it.
         let pause: TimeInterval?
     }
 
@@ -368,6 +393,12 @@ public struct Worker: Sendable {
         case .connection, .unsent:  // `finish` hands unsent rows back itself: they never reach the desk
             decision = .returned(until: outcome.finishedAt.addingTimeInterval(outcome.pause ?? connectionBackoff.base))
             summary.returned += 1
+        case .possiblyDelivered:
+            // The server may have it: resent only while few copies have gone, and never past the attempts.
+            let resend = message.possiblyDelivered < maxUncertainRetries && message.attempts < policy.maxAttempts
+            let retryAt = resend ? Date().addingTimeInterval(retry.delay(afterAttempt: message.attempts)) : nil
+            decision = .possiblyDelivered(retryAt: retryAt)
+            summary.possiblyDelivered += 1
         case .transient where message.attempts >= policy.maxAttempts:
             decision = .dead
             summary.dead += 1
@@ -395,6 +426,12 @@ public struct Worker: Sendable {
             logger.error("failed permanently", metadata: metadata(message, result))
         case .dead:
             logger.error("dead: attempts exhausted", metadata: metadata(message, result))
+        case .possiblyDelivered(let retryAt?):
+            logger.warning(
+                "possibly delivered: no reply to the end of data; sent again (it may arrive twice)",
+                metadata: metadata(message, result, ["retryAt": "\(retryAt)"]))
+        case .possiblyDelivered(nil):
+            logger.error("possibly delivered: no reply to the end of data; not sent again", metadata: metadata(message, result))
         }
     }
 
@@ -404,6 +441,15 @@ public struct Worker: Sendable {
             "reply": "\(result.replyText)",
         ].merging(extra) { _, new in new }
     }
+}
+
+/// How many sends are under way, counted by the send loop and read by the stop's bound.
+final class InFlightCount: Sendable {
+    private let count = Mutex(0)
+
+    func add(_ delta: Int) { count.withLock { $0 += delta } }
+
+    var value: Int { count.withLock { $0 } }
 }
 
 /// Resumes `Worker.run`'s continuation once: when every thread is done, or when a stop outlasted its bound.

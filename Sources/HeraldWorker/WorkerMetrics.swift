@@ -6,11 +6,11 @@ import Metrics
 /// `herald worker` with `worker.metricsPort`). Made once per worker, so recording an outcome looks nothing up.
 ///
 /// - `herald_sends_total{outcome, reply_class}`: recorded outcomes (`sent`, `deferred`, `failed`, `dead`,
-///   `returned`) by the class of the last SMTP reply (`2xx`, `4xx`, `5xx`, `none`).
+///   `returned`, `possibly-delivered`) by the class of the last SMTP reply (`2xx`, `4xx`, `5xx`, `none`).
 /// - `herald_send_duration_seconds{outcome}`: from the start of a send to its reply.
 /// - `herald_claim_to_send_seconds`: from a row's claim to the start of its send.
 struct WorkerMetrics: Sendable {
-    static let outcomes = ["sent", "deferred", "failed", "dead", "returned"]
+    static let outcomes = ["sent", "deferred", "failed", "dead", "returned", "possibly-delivered"]
     static let replyClasses = ["2xx", "4xx", "5xx", "none"]
 
     private let sends: [String: Counter]
@@ -47,6 +47,7 @@ struct WorkerMetrics: Sendable {
         case .failed: "failed"
         case .dead: "dead"
         case .returned: "returned"
+        case .possiblyDelivered: "possibly-delivered"
         }
     }
 

@@ -7,6 +7,8 @@ public struct WorkerSummary: Sendable, CustomStringConvertible {
     public var released = 0
     /// Rows given back uncharged after a connection-level failure.
     public var returned = 0
+    /// Attempts whose final dot got no reply: the message may have been delivered.
+    public var possiblyDelivered = 0
     /// SMTP connections opened over the run, summed over all threads.
     public var connections = 0
     public var seconds = 0.0
@@ -20,13 +22,14 @@ public struct WorkerSummary: Sendable, CustomStringConvertible {
         dead += other.dead
         released += other.released
         returned += other.returned
+        possiblyDelivered += other.possiblyDelivered
         connections += other.connections
     }
 
     public var description: String {
         let rate = seconds > 0 ? Double(sent) / seconds : 0
         return "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released), "
-            + "returned after connection failures \(returned); "
+            + "returned after connection failures \(returned), possibly delivered \(possiblyDelivered); "
             + "\(connections) SMTP connection(s); \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate)) msg/s)"
     }
 }

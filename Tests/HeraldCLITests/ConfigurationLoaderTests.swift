@@ -82,6 +82,21 @@ import Testing
         }
     }
 
+    @Test func theFinalDotsTimeoutAndTheResendsOfPossiblyDeliveredMailAreConfigured() async throws {
+        let defaults = try await load("project: {id: acme}")
+        #expect((defaults.smtp.dataTimeout, defaults.worker.maxUncertainRetries, defaults.worker.lease) == (600, 1, 1800))
+        let set = try await load(
+            "smtp: {dataTimeout: 2m}\nworker: {maxUncertainRetries: 0}", environment: ["HERALD_SMTP_DATA_TIMEOUT": "90s"])
+        #expect((set.smtp.dataTimeout, set.worker.maxUncertainRetries) == (90, 0))
+        #expect(await problem("worker: {maxUncertainRetries: 11}")?.hasPrefix("INVALID_CONFIGURATION : worker.maxUncertainRetries:") == true)
+        #expect(await problem("smtp: {dataTimeout: 0s}")?.hasPrefix("INVALID_CONFIGURATION : smtp.dataTimeout:") == true)
+        // The lease covers two exchanges that each wait out every timeout, the final dot's included.
+        let short = await problem("worker: {lease: 5m}")
+        #expect(short?.hasPrefix("INVALID_CONFIGURATION : worker.lease: 5m is shorter than two SMTP exchanges") == true, "\(short ?? "accepted")")
+        #expect(short?.contains("smtp.dataTimeout") == true)
+        #expect(try await load("smtp: {dataTimeout: 60s}\nworker: {lease: 5m}").worker.lease == 300)
+    }
+
     @Test func missingFileIsAClearError() async {
         let message =
             await {

@@ -95,7 +95,7 @@ final class OneConnection {
     }
 
     @Test func aBrokenConnectionFailsTheMessageBehindItUnsent() throws {
-        let server = try CaptureSMTPServer(["--script", "1:drop"])
+        let server = try CaptureSMTPServer(["--script", "mail@1=drop"])
         let dispatcher = try CurlSMTPDispatcher(settings: settings(server), lanes: 1)
         let results = sendTwoAtATime(dispatcher, count: 2) { "m\($0)@example.com" }
         #expect(results.map(\.outcome) == [.connection, .unsent])
@@ -152,9 +152,13 @@ final class OneConnection {
     }
 
     @Test func aStalledConnectionHoldsNoOther() throws {
-        // The first message's DATA is never answered; the other connection goes on meanwhile.
+        // The first message's final dot is never answered; the other connection goes on meanwhile.
         let server = try CaptureSMTPServer(["--script", "1:stall"])
-        let dispatcher = try CurlSMTPDispatcher(settings: settings(server) { $0.timeout = 3 }, lanes: 2)
+        let dispatcher = try CurlSMTPDispatcher(
+            settings: settings(server) {
+                $0.timeout = 3
+                $0.dataTimeout = 3
+            }, lanes: 2)
         func finish(_ lane: Int) -> DeliveryResult {
             while true {
                 if let (done, result) = dispatcher.poll(timeout: 1).first {
@@ -173,8 +177,10 @@ final class OneConnection {
         }
         #expect(Date().timeIntervalSince(stalledAt) < 2)
         let stalled = finish(1)
-        #expect(stalled.outcome == .connection)
-        #expect(stalled.replyText.hasPrefix("timed out after 3 s waiting for the reply to DATA"), "\(stalled.replyText)")
+        #expect(stalled.outcome == .possiblyDelivered)
+        #expect(
+            stalled.replyText.hasPrefix("possibly delivered: timed out after 3 s waiting for the reply to the end of data"),
+            "\(stalled.replyText)")
         #expect(try server.received().map { $0.recipients[0] } == (2...7).map { "m\($0)@example.com" })
         dispatcher.close()
     }
@@ -188,22 +194,99 @@ final class OneConnection {
         #expect(result.replyText.contains("Try again later"))
     }
 
-    @Test func droppedConnectionMidDataIsTheConnectionsFailureAndTheNextSendReconnects() throws {
-        let server = try CaptureSMTPServer(["--script", "1:drop"])
+    @Test(arguments: [true, false]) func droppedConnectionBeforeTheFinalDotIsTheConnectionsFailureAndTheNextSendReconnects(
+        pipelining: Bool
+    ) throws {
+        let server = try CaptureSMTPServer(["--script", "mail@1=drop"] + (pipelining ? [] : ["--no-pipelining"]))
         let connection = try OneConnection(settings: settings(server))
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
-        #expect(result.outcome == .connection)
+        #expect(result.outcome == .connection, "\(result.replyText)")
         #expect(connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(2)).outcome == .sent)
         #expect(connection.connectionsOpened == 2)
     }
 
+    @Test(arguments: [true, false]) func droppedConnectionAfterTheFinalDotLeavesTheMessagePossiblyDelivered(pipelining: Bool) throws {
+        // The server drops the connection once the message's content, final dot included, has arrived.
+        let server = try CaptureSMTPServer(["--script", "1:drop"] + (pipelining ? [] : ["--no-pipelining"]))
+        let connection = try OneConnection(settings: settings(server))
+        let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
+        #expect(result.outcome == .possiblyDelivered)
+        #expect(result.replyCode == nil)
+        #expect(result.replyText.hasPrefix("possibly delivered: "), "\(result.replyText)")
+        #expect(result.replyText.contains(" after the end of data (last reply: 354"), "\(result.replyText)")
+        #expect(connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(2)).outcome == .sent)
+        #expect(connection.connectionsOpened == 2)
+    }
+
+    @Test func aCutAfterTheFinalDotFailsTheMessageBehindItUnsent() throws {
+        // Pipelining: the second message's commands went out behind the first one's final dot, but it had no 354.
+        let server = try CaptureSMTPServer(["--script", "1:drop"])
+        let dispatcher = try CurlSMTPDispatcher(settings: settings(server), lanes: 1)
+        let results = sendTwoAtATime(dispatcher, count: 2) { "m\($0)@example.com" }
+        #expect(results.map(\.outcome) == [.possiblyDelivered, .unsent])
+        #expect(results[1].replyText.hasPrefix("not sent: possibly delivered: "), "\(results[1].replyText)")
+        dispatcher.close()
+    }
+
+    @Test(arguments: [true, false]) func noReplyToTheFinalDotInTimeLeavesTheMessagePossiblyDelivered(pipelining: Bool) throws {
+        // The relay takes the message at its final dot and answers 3 s later; the final dot's own timeout is 1 s.
+        let server = try CaptureSMTPServer(["--script", "1:late=3"] + (pipelining ? [] : ["--no-pipelining"]))
+        let connection = try OneConnection(
+            settings: settings(server) {
+                $0.timeout = 10
+                $0.dataTimeout = 1
+            })
+        let started = Date()
+        let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
+        #expect(result.outcome == .possiblyDelivered)
+        #expect(result.replyCode == nil)
+        #expect(
+            result.replyText.hasPrefix("possibly delivered: timed out after 1 s waiting for the reply to the end of data"),
+            "\(result.replyText)")
+        #expect(Date().timeIntervalSince(started) < 2.5)
+        // The relay has it: sending it again would deliver a second copy (RFC 1047).
+        #expect(try server.received().map { $0.recipients } == [["b@example.com"]])
+    }
+
+    @Test(arguments: [true, false]) func noReplyBeforeTheFinalDotInTimeIsTheConnectionsFailure(pipelining: Bool) throws {
+        // The relay never answers MAIL FROM: nothing of the message went, whatever the final dot's timeout.
+        let server = try CaptureSMTPServer(["--script", "mail@1=stall"] + (pipelining ? [] : ["--no-pipelining"]))
+        let connection = try OneConnection(
+            settings: settings(server) {
+                $0.timeout = 1
+                $0.dataTimeout = 30
+            })
+        let started = Date()
+        let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
+        #expect(result.outcome == .connection)
+        #expect(result.replyText.hasPrefix("timed out after 1 s waiting for the reply to MAIL FROM"), "\(result.replyText)")
+        #expect(Date().timeIntervalSince(started) < 2.5)
+        #expect(try server.received().isEmpty)
+    }
+
+    @Test func theReplyToTheFinalDotHasItsOwnTimeout() throws {
+        // A relay slower at the final dot than smtp.timeout allows, within smtp.dataTimeout: sent, once.
+        let server = try CaptureSMTPServer(["--script", "*:late=2"])
+        let connection = try OneConnection(
+            settings: settings(server) {
+                $0.timeout = 1
+                $0.dataTimeout = 5
+            })
+        for n in 1...2 {
+            let result = connection.send(from: "a@herald.test", to: ["b\(n)@example.com"], message: message(n))
+            #expect(result.outcome == .sent, "\(result.replyText)")
+        }
+        #expect(connection.connectionsOpened == 1)
+        #expect(try server.received().map { $0.recipients[0] } == ["b1@example.com", "b2@example.com"])
+    }
+
     @Test func stalledServerTimesOutAndTheNextMessageGetsAFreshConnection() throws {
-        let server = try CaptureSMTPServer(["--script", "1:stall"])
+        let server = try CaptureSMTPServer(["--script", "mail@1=stall"])
         let connection = try OneConnection(settings: settings(server) { $0.timeout = 1.5 })
         let started = Date()
         let result = connection.send(from: "a@herald.test", to: ["b@example.com"], message: message(1))
         #expect(result.outcome == .connection)
-        #expect(result.replyText.hasPrefix("timed out after 1.5 s waiting for the reply to DATA"), "\(result.replyText)")
+        #expect(result.replyText.hasPrefix("timed out after 1.5 s waiting for the reply to MAIL FROM"), "\(result.replyText)")
         #expect(Date().timeIntervalSince(started) < 4)
         let next = Date()
         #expect(connection.send(from: "a@herald.test", to: ["c@example.com"], message: message(2)).outcome == .sent)

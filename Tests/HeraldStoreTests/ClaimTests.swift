@@ -165,6 +165,47 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func possiblyDeliveredAttemptsAreChargedCountedAndTheirCodesLiveOn(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch, webhooks: WebhookRouting(["ops": Set(WebhookEvent.allCases)]))
+        let policy = Fixture.policy { $0.links.lifetime[.resetPassword] = 3600 }
+        let id = try store.enqueue(Fixture.request(.resetPassword), messageDomain: Fixture.messageDomain)
+        let now = Date()
+        // The first copy may have arrived: the row goes again at the message's backoff, charged.
+        let first = try store.claim(policy, now: now)[0]
+        let retryAt = now.addingTimeInterval(30)
+        try store.record(first, Fixture.possiblyDelivered(retryAt: retryAt, at: now), policy: policy)
+        var row = try #require(try store.messages().first)
+        #expect(row.state == .deferred)
+        #expect(row.attempts == 1)
+        #expect(row.possiblyDelivered == 1)
+        #expect(row.nextAttemptAt.milliseconds == retryAt.milliseconds)
+        #expect(row.lastReplyCode == nil)
+        #expect(row.lastReply?.hasPrefix("possibly delivered: ") == true)
+        #expect(try store.claim(policy, now: now.addingTimeInterval(29)).isEmpty)
+        // Out of resends: it ends possibly delivered, and says so to the webhooks.
+        let second = try store.claim(policy, now: retryAt)[0]
+        #expect(second.message.possiblyDelivered == 1)
+        let later = retryAt.addingTimeInterval(1)
+        try store.record(second, Fixture.possiblyDelivered(retryAt: nil, at: later), policy: policy)
+        row = try #require(try store.messages().first)
+        #expect(row.state == .possiblyDelivered)
+        #expect(row.attempts == 2)
+        #expect(row.possiblyDelivered == 2)
+        #expect(try store.attempts(outboxID: id).map(\.outcome) == ["possibly-delivered", "possibly-delivered"])
+        #expect(try store.claim(policy, now: later.addingTimeInterval(3600)).isEmpty, "never sent again")
+        #expect(try store.stateCounts() == [.possiblyDelivered: 1])
+        #expect(try kind.rows(in: scratch, "SELECT event FROM webhook_deliveries").map { $0["event"] ?? nil } == ["possibly-delivered"])
+        // Either email may be the one that arrived: both links work, for a sent link's lifetime.
+        #expect(try store.code(first.code.plaintext)?.expiresAt.milliseconds == now.milliseconds + 3_600_000)
+        #expect(try store.code(second.code.plaintext)?.expiresAt.milliseconds == later.milliseconds + 3_600_000)
+        // An operator may still send it again, by name: a fresh budget, of attempts and of resends.
+        let retried = try store.retry(RequeueFilter(states: [.possiblyDelivered], all: true), actor: "test", dryRun: false, now: later)
+        #expect(retried == [id])
+        row = try #require(try store.messages().first)
+        #expect((row.state, row.attempts, row.possiblyDelivered) == (.queued, 0, 0))
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func lateResultAfterTheLeaseWasTakenDoesNotOverwriteTheNewOwner(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let policy = Fixture.policy { $0.worker.lease = 5 }

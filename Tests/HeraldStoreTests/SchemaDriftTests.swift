@@ -86,7 +86,7 @@ import Testing
         let sqlite = history.compactMap(\.sqlite?.name)
         let postgres = history.compactMap(\.postgres?.name)
         #expect(
-            Array(sqlite.prefix(17)) == [
+            Array(sqlite.prefix(18)) == [
                 "v1: outbox, action codes, delivery attempts",
                 "v2: index for expiring stale queued mail",
                 "v3: accounts and link events",
@@ -104,8 +104,12 @@ import Testing
                 "v15: webhook deliveries",
                 "v16: a retried row keeps its first queue time",
                 "v17: a code's family is found through its outbox row",
+                "v18: possibly delivered messages",
             ])
-        #expect(Array(postgres.prefix(2)) == ["v1: the ledger", "v2: a code's family is found through its outbox row"])
+        #expect(
+            Array(postgres.prefix(3)) == [
+                "v1: the ledger", "v2: a code's family is found through its outbox row", "v18: possibly delivered messages",
+            ])
         #expect(Set(sqlite).count == sqlite.count && Set(postgres).count == postgres.count, "names are unique per engine")
         #expect(history.allSatisfy { $0.sqlite != nil || $0.postgres != nil })
         #expect(history.allSatisfy { $0.postgres?.keepsSequence == nil }, "keepsSequence is SQLite's")

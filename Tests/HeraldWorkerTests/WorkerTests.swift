@@ -208,6 +208,67 @@ import Testing
         #expect(attempts.filter { $0.outcome == "sent" }.count == 3)
     }
 
+    @Test func aPossiblyDeliveredMessageIsChargedAndResentAtMostMaxUncertainRetriesTimes() async throws {
+        let id = try fixture.enqueue()
+        let server = ScriptedMailServer(otherwise: .unanswered)
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.maxUncertainRetries = 2
+            $0.worker.maxAttempts = 8
+            $0.worker.backoffBase = 0.01
+            $0.worker.backoffCap = 0.01
+            $0.worker.connectionBackoffBase = 0.01
+            $0.worker.connectionBackoffCap = 0.01
+        }
+        let summary = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(summary.possiblyDelivered == 3)
+        #expect(summary.returned == 0 && summary.dead == 0)
+        #expect(server.received.count == 3, "one copy, then maxUncertainRetries more")
+        let row = try #require(try fixture.store.messages().first)
+        #expect(row.state == .possiblyDelivered)
+        #expect((row.attempts, row.possiblyDelivered) == (3, 3))
+        #expect(row.lastReply == DeliveryResult.unanswered.replyText)
+        #expect(try fixture.store.attempts(outboxID: id).map(\.outcome) == Array(repeating: "possibly-delivered", count: 3))
+    }
+
+    @Test func withNoUncertainRetriesAPossiblyDeliveredMessageIsNeverSentAgain() async throws {
+        let id = try fixture.enqueue()
+        let server = ScriptedMailServer(otherwise: .unanswered)
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.maxUncertainRetries = 0
+            $0.worker.backoffBase = 0.01
+            $0.worker.backoffCap = 0.01
+        }
+        _ = try await worker.run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        #expect(server.received.count == 1)
+        let row = try #require(try fixture.store.messages().first)
+        #expect((row.state, row.attempts) == (.possiblyDelivered, 1))
+        #expect(try fixture.store.attempts(outboxID: id).map(\.outcome) == ["possibly-delivered"])
+    }
+
+    @Test func aPossiblyDeliveredMessageWaitsForItsOwnBackoffAndMaySendOnRetry() async throws {
+        let id = try fixture.enqueue()
+        let stop = StopSignal()
+        let server = ScriptedMailServer(script: [.unanswered]) { _ in stop.stop() }
+        let worker = try fixture.worker(sendingTo: server) {
+            $0.worker.backoffBase = 30
+            $0.worker.backoffCap = 3600
+            $0.worker.connectionBackoffBase = 0.01
+            $0.worker.connectionBackoffCap = 0.01
+        }
+        let started = Date()
+        _ = try await worker.run(untilEmpty: false, concurrency: 1, stop: stop)
+        var row = try #require(try fixture.store.messages().first)
+        // Not the connection's backoff, and charged: the message's own retry, 15–30 s after its first attempt.
+        #expect((row.state, row.attempts, row.possiblyDelivered) == (.deferred, 1, 1))
+        #expect(row.nextAttemptAt >= started.addingTimeInterval(14.9))
+        #expect(row.nextAttemptAt <= Date().addingTimeInterval(30.1))
+        try fixture.store.write { db in try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE id = ?", arguments: [id]) }
+        _ = try await fixture.worker(sendingTo: server).run(untilEmpty: true, concurrency: 1, stop: StopSignal())
+        row = try #require(try fixture.store.messages().first)
+        #expect((row.state, row.attempts, row.possiblyDelivered) == (.sent, 2, 1))
+        #expect(try fixture.store.attempts(outboxID: id).map(\.outcome) == ["possibly-delivered", "sent"])
+    }
+
     @Test func mailUndeliverablePastTheQueueLifetimeExpires() async throws {
         let id = try fixture.enqueue()
         let server = ScriptedMailServer(otherwise: .refused)

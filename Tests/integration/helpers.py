@@ -70,7 +70,7 @@ DEFAULT_CONFIG: dict = {
         "maxAttempts": 8,
         "backoffBase": "30s",
         "backoffCap": "1h",
-        "lease": "5m",
+        "lease": "30m",
         "pollInterval": "1s",
         "maxQueueWait": {"signIn": "15m", "resetPassword": "15m"},
     },

@@ -92,6 +92,35 @@ def test_stall_never_answers(start_capture):
     assert server.messages() == [] and server.data_commands == 1
 
 
+def test_late_keeps_the_message_of_a_client_that_gave_up_waiting(start_capture):
+    server = start_capture(script=["1:late=3"])
+    with pytest.raises((TimeoutError, smtplib.SMTPServerDisconnected)):
+        with smtplib.SMTP("127.0.0.1", server.port, timeout=1) as smtp:
+            smtp.sendmail("a@x.test", ["b@y.test"], RAW)
+    [kept] = server.messages()  # recorded when its final dot arrived, before the late reply
+    assert kept["rcpt_tos"] == ["b@y.test"] and server.data_commands == 1
+    with smtplib.SMTP("127.0.0.1", server.port, timeout=10) as smtp:  # only the first DATA is late
+        smtp.sendmail("a@x.test", ["c@y.test"], RAW)
+    assert [m["rcpt_tos"] for m in server.messages()] == [["b@y.test"], ["c@y.test"]]
+
+
+def test_mail_stall_and_drop_come_before_any_of_the_message(start_capture):
+    stalled = start_capture(script=["mail@1=stall"])
+    with pytest.raises((TimeoutError, smtplib.SMTPServerDisconnected)):
+        with smtplib.SMTP("127.0.0.1", stalled.port, timeout=1) as smtp:
+            smtp.sendmail("a@x.test", ["b@y.test"], RAW)
+    assert stalled.mail_commands == 1 and stalled.data_commands == 0
+    with smtplib.SMTP("127.0.0.1", stalled.port, timeout=10) as smtp:  # the second MAIL is answered
+        smtp.sendmail("a@x.test", ["b@y.test"], RAW)
+    assert len(stalled.messages()) == 1
+
+    dropped = start_capture(script=["mail=drop"])
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        with smtplib.SMTP("127.0.0.1", dropped.port, timeout=10) as smtp:
+            smtp.sendmail("a@x.test", ["b@y.test"], RAW)
+    assert dropped.mail_commands == 1 and dropped.data_commands == 0 and dropped.messages() == []
+
+
 def test_starttls_and_auth_with_curl(start_capture, tmp_path):
     cert, key = make_cert(tmp_path / "certs")
     server = start_capture(tls=(cert, key), require_starttls=True, auth="alice:s3cret")

@@ -14,7 +14,7 @@ def queue_many(herald, config, count: int, prefix: str) -> dict:
 
 def test_sigkill_mid_batch_loses_nothing(herald, start_capture, tmp_path):
     capture = start_capture(delay=0.05)
-    # The default lease (5m) stays: a dead worker is found by its PID (or a stale heartbeat).
+    # The default lease (30m) stays: a dead worker is found by its PID (or a stale heartbeat).
     # Two unrecorded sends per connection: with the default 64, 40 messages could never show a duplicate too many.
     config = write_config(tmp_path, capture, smtp={"connections": 2}, worker={"unrecordedPerConnection": 2})
     recipients = queue_many(herald, config, 40, "crash")

@@ -6,12 +6,12 @@ SIGKILL can duplicate at most that many x connections messages. These tests set 
 one being sent) to check the accounting at its tightest; the default, 32, follows the same rule. Workers register with a heartbeat; rows
 held by a dead worker (its PID gone on this host, or its heartbeat older than
 worker.heartbeatTimeout) return to the queue at the next claim by any worker - within seconds,
-not after the 5-minute lease - and only the rows that may have been started (at most the bound per
+not after the 30-minute lease - and only the rows that may have been started (at most the bound per
 connection) are charged an `interrupted` attempt; rows never started return with their attempt
 count unchanged and no attempt row. A worker that finds rows held by a live worker waits for
 them and says so.
 
-Every test here runs with the default lease (5m): nothing may wait for it.
+Every test here runs with the default lease (30m): nothing may wait for it.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_worst_moment_kills_duplicate_at_most_two_sends_per_connection(herald, s
     boundaries = []  # received_count once each killed worker's connections had settled
     for k in KILL_AT:
         worker = herald.start("worker", config=config, name="worker")
-        # The killed worker's rows must come back at once (PID gone), not after the 5 min lease.
+        # The killed worker's rows must come back at once (PID gone), not after the 30 min lease.
         kill_when_received(worker.proc, capture, k, timeout=20)
         time.sleep(0.5)  # a DATA the dead worker had in progress is either accepted by now or never
         boundaries.append(capture.received_count)
@@ -111,7 +111,7 @@ def test_worst_moment_kills_duplicate_at_most_two_sends_per_connection(herald, s
 def test_a_killed_workers_rows_return_within_seconds_not_after_the_lease(herald, start_capture, tmp_path, db):
     slow = start_capture(delay=0.3)
     fast = start_capture()
-    config = write_config(tmp_path, slow, smtp={"connections": CONNECTIONS}, worker=WORKER)  # worker.lease: 5m
+    config = write_config(tmp_path, slow, smtp={"connections": CONNECTIONS}, worker=WORKER)  # worker.lease: 30m
     fast_config = write_config(tmp_path, fast, name="fast.yaml", smtp={"connections": CONNECTIONS}, worker=WORKER)
     recipients = queue_many(herald, config, 30, "orphan")
 

@@ -1,7 +1,8 @@
 """Failure handling: retry, permanent failure, dead letters, timeouts, queue expiry.
 
 Connection-level failures (refused, timeouts, greeting, EHLO, MAIL FROM, any 421, a connection
-lost without a reply) charge no attempt: see also test_outages.py."""
+lost without a reply), all before the message's final dot, charge no attempt: see also test_outages.py.
+Silence after the final dot is test_possibly_delivered.py's."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ CONTINUE = "https://app.example.com/finish"
     [
         # a 4xx to DATA speaks about the message: deferred, and the attempt counts
         ("1:451:4.3.0 Try again", "deferred", 451, "Try again", 2),
-        # the connection closed before the reply to DATA: no reply, so connection-level, not charged
-        ("1:drop", "connection", None, None, 1),
+        # the connection closed at MAIL FROM, before any of the message: connection-level, not charged
+        ("mail@1=drop", "connection", None, None, 1),
+        # the connection closed after the final dot, without a reply: possibly delivered, charged
+        ("1:drop", "possibly-delivered", None, "possibly delivered", 2),
     ],
-    ids=["451", "dropped-connection"],
+    ids=["451", "dropped-connection", "dropped-after-the-final-dot"],
 )
 def test_transient_failure_is_retried_then_sent(herald, start_capture, tmp_path, db,
                                                 script, first_outcome, first_code, first_text, charged):
@@ -43,7 +46,7 @@ def test_transient_failure_is_retried_then_sent(herald, start_capture, tmp_path,
         (first_outcome, first_code),
         ("sent", 250),
     ]
-    if first_outcome == "deferred":
+    if charged == 2:  # the first attempt is the message's, the retry its second
         assert [a["attempt"] for a in attempts] == [1, 2]
     if first_text:
         assert first_text in attempts[0]["reply_text"]
@@ -96,7 +99,7 @@ def test_connection_level_failure_is_transient(herald, start_capture, tmp_path, 
     elif failure == "greeting-554":
         capture = start_capture(script=["greeting=554:5.7.1 Service unavailable"])
     elif failure == "dropped-connection":
-        capture = start_capture(script=["*:drop"])
+        capture = start_capture(script=["mail=drop"])  # before the message: a drop after it is possibly delivered
     else:
         capture = start_capture()
         capture.stop()  # nothing listens on that port any more
@@ -119,11 +122,11 @@ def test_connection_level_failure_is_transient(herald, start_capture, tmp_path, 
 
 
 def test_stalled_server_times_out(herald, start_capture, tmp_path, db):
-    """The server never answers DATA: smtp.timeout must bound the whole
-    attempt (including any QUIT on the dead connection). A reply timeout is
-    connection-level: no attempt is charged, the connection is replaced, and
-    the row ends by age."""
-    capture = start_capture(script=["*:stall"])
+    """The server never answers MAIL FROM: smtp.timeout must bound the whole
+    attempt (including any QUIT on the dead connection). A reply timeout before
+    the final dot is connection-level: no attempt is charged, the connection is
+    replaced, and the row ends by age."""
+    capture = start_capture(script=["mail=stall"])
     config = write_config(tmp_path, capture, smtp={"connectTimeout": "2s", "timeout": "2s"},
                           worker={**FAST_RETRY, **FAST_RECONNECT, "maxAttempts": 1, "maxQueueLifetime": "5s"})
     outbox_id = herald.send("verify-email", "slow@x.test", config=config)

@@ -114,7 +114,7 @@ def test_three_workers_and_two_api_nodes_deliver_everything_once_a_worker_is_kil
         bulk_run = pool.submit(queue_bulk)
         calls = [pool.submit(request, i) for i in range(API_REQUESTS)]
         # Mid-run, with API requests still arriving: the other workers keep sending, and the victim's rows must
-        # come back to them (its PID is gone) without waiting for the 5-minute lease.
+        # come back to them (its PID is gone) without waiting for the 30-minute lease.
         kill_when_received(workers[0].proc, capture, KILL_AT, timeout=150)
         killed_at, killed = time.time(), time.monotonic() - started
         answers = [call.result(timeout=150) for call in calls]

@@ -42,6 +42,12 @@ matching rule wins):
                              recover: "1:stall" or "1-3:stall" stalls those
                              DATA commands only; later ones (on the client's
                              new connections) are answered normally
+    N:late=SECONDS / *:late=SECONDS
+                             accept the N-th message as soon as its final dot
+                             arrives (it is recorded, as a relay that queued
+                             it), then wait SECONDS before answering 250: a
+                             client that gives up first has delivered it all
+                             the same (RFC 1047's duplicate)
     rcpt=SUBSTRING:CODE[:TEXT]
                              any RCPT TO whose address contains SUBSTRING
                              (case-insensitive) is answered CODE TEXT
@@ -64,6 +70,10 @@ matching rule wins):
     mail@N=CODE[:TEXT]       the first N MAIL FROM commands (counted over the
                              server life, like DATA numbers) are answered
                              CODE TEXT, later ones normally
+    mail[@N]=stall           never reply to MAIL FROM (all of them, or the
+                             first N): the client times out before any of the
+                             message was sent
+    mail[@N]=drop            abort the connection at MAIL FROM, without a reply
     idle=SECONDS             a connection on which the server has been waiting
                              SECONDS for the client's next command gets
                              "421 4.4.2 <hostname> Error: timeout exceeded"
@@ -135,10 +145,11 @@ GREETING_TEXT = "Service not available"
 EHLO_TEXT = {4: "4.7.1 Client host rejected: try again later", 5: "5.7.1 Client host rejected: access denied"}
 
 _DATA_RULE = re.compile(
-    r"^(?P<n>\d+|\*)(?:-(?P<m>\d+))?:(?P<what>drop|stall|\d{3})(?::(?P<text>.*))?$", re.S)
+    r"^(?P<n>\d+|\*)(?:-(?P<m>\d+))?:(?P<what>drop|stall|late=(?P<late>\d+(?:\.\d*)?|\.\d+)|\d{3})(?::(?P<text>.*))?$", re.S)
 _RCPT_RULE = re.compile(r"^rcpt=(?P<sub>.+?):(?P<code>\d{3})(?::(?P<text>.*))?$", re.S)
 _LIMITED_RULE = re.compile(
     r"^(?P<kind>greeting|ehlo|mail)(?:@(?P<n>\d+))?=(?P<code>\d{3})(?::(?P<text>.*))?$", re.S)
+_MAIL_FAULT = re.compile(r"^mail(?:@(?P<n>\d+))?=(?P<what>stall|drop)$")
 _IDLE_RULE = re.compile(r"^idle=(?P<seconds>\d+(?:\.\d*)?|\.\d+)$")
 
 
@@ -162,8 +173,9 @@ def _limited_reply(kind: str, code: int, text: Optional[str]) -> str:
 class DataRule:
     first: Optional[int]  # None = every DATA
     last: Optional[int]
-    action: str  # "reply", "drop" or "stall"
+    action: str  # "reply", "drop", "stall" or "late"
     reply: Optional[str] = None
+    late: float = 0.0  # seconds before a "late" rule's 250
 
     def matches(self, n: int) -> bool:
         return self.first is None or self.first <= n <= self.last
@@ -171,7 +183,8 @@ class DataRule:
 
 @dataclass(frozen=True)
 class LimitedRule:
-    """A greeting=, ehlo= or mail= rule; `limit` None = always, else counts 1..limit."""
+    """A greeting=, ehlo= or mail= rule; `limit` None = always, else counts 1..limit. `reply` is the
+    reply, or (mail= only) "stall" or "drop"."""
 
     limit: Optional[int]
     reply: str
@@ -203,7 +216,12 @@ class Script:
             specs = [specs]
         script = cls(data=[], rcpt=[], greeting=[], ehlo=[], mail=[])
         for spec in specs:
-            if m := _LIMITED_RULE.match(spec):
+            if m := _MAIL_FAULT.match(spec):
+                limit = None if m["n"] is None else int(m["n"])
+                if limit == 0:
+                    raise ValueError(f"bad --script {spec!r}: @N must be at least 1")
+                script.mail.append(LimitedRule(limit, m["what"]))
+            elif m := _LIMITED_RULE.match(spec):
                 limit = None if m["n"] is None else int(m["n"])
                 if limit == 0:
                     raise ValueError(f"bad --script {spec!r}: @N must be at least 1")
@@ -229,15 +247,17 @@ class Script:
                     if last < first:
                         raise ValueError(f"bad --script {spec!r}: empty range {first}-{last}")
                 what = m["what"]
-                if what in ("drop", "stall"):
+                if m["late"] is not None:
+                    script.data.append(DataRule(first, last, "late", late=float(m["late"])))
+                elif what in ("drop", "stall"):
                     script.data.append(DataRule(first, last, what))
                 else:
                     script.data.append(DataRule(first, last, "reply", _reply(int(what), m["text"])))
             else:
                 raise ValueError(
                     f"bad --script {spec!r}: expected N:CODE[:TEXT], N-M:CODE[:TEXT], *:CODE[:TEXT], "
-                    "N:drop, N:stall, rcpt=SUBSTRING:CODE[:TEXT], greeting[@N]=CODE[:TEXT], "
-                    "ehlo[@N]=CODE[:TEXT], mail[@N]=CODE[:TEXT] or idle=SECONDS"
+                    "N:drop, N:stall, N:late=SECONDS, rcpt=SUBSTRING:CODE[:TEXT], greeting[@N]=CODE[:TEXT], "
+                    "ehlo[@N]=CODE[:TEXT], mail[@N]=CODE[:TEXT], mail[@N]=stall|drop or idle=SECONDS"
                 )
         return script
 
@@ -347,6 +367,12 @@ class _CaptureSMTP(SMTP):
     async def smtp_MAIL(self, arg: Optional[str]) -> None:
         self.capture.mail_commands += 1
         reply = Script.first_match(self.capture._script.mail, self.capture.mail_commands)
+        if reply == "stall":
+            log.info("session %d: MAIL -> stall", self.session_no)
+            await asyncio.get_running_loop().create_future()
+        if reply == "drop":
+            log.info("session %d: MAIL -> drop", self.session_no)
+            await self.hang_up()
         if reply is not None:
             await self._refuse("MAIL", reply)
             return
@@ -410,6 +436,12 @@ class _Handler:
             rule = DataRule(None, None, "stall")
         if capture.delay:
             await asyncio.sleep(capture.delay)
+        if rule is not None and rule.action == "late":
+            # Recorded now, whatever happens to the connection while the reply waits.
+            capture._record(server, session, envelope, n)
+            log.info("session %d: DATA #%d -> 250 in %ss", server.session_no, n, rule.late)
+            await asyncio.sleep(rule.late)
+            return "250 2.0.0 OK: message accepted"
         if rule is not None:
             log.info("session %d: DATA #%d -> %s", server.session_no, n, rule.reply or rule.action)
             if rule.action == "drop":

@@ -9,10 +9,11 @@ public enum ReportFormatter {
             "campaign \(report.campaign.id) \"\(report.campaign.name)\" (\(report.campaign.kind.rawValue)): \(report.status)",
             "rows: \(report.total)  rejected at import: \(report.campaign.rejected)",
             "",
-            "state        count",
         ]
+        let stateWidth = OutboxState.allCases.map(\.rawValue.count).reduce(12, max)
+        lines.append("state".padding(toLength: stateWidth, withPad: " ", startingAt: 0) + " count")
         for state in OutboxState.allCases {
-            lines.append(state.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0) + " \(report.counts[state] ?? 0)")
+            lines.append(state.rawValue.padding(toLength: stateWidth, withPad: " ", startingAt: 0) + " \(report.counts[state] ?? 0)")
         }
         lines += ["", "SMTP reply   count"]
         for (code, count) in report.replyCodes.sorted(by: { $0.key < $1.key }) {

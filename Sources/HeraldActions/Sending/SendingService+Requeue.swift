@@ -9,8 +9,9 @@ public struct RequeueResult: Sendable, Hashable {
 }
 
 extension SendingService {
-    /// States a retry may take rows from, and the ones it takes by default.
-    public static let retryableStates: Set<OutboxState> = [.failed, .dead, .expired, .cancelled]
+    /// States a retry may take rows from, and the ones it takes by default (a possibly delivered row only when named:
+    /// its recipient may have it already).
+    public static let retryableStates: Set<OutboxState> = [.failed, .dead, .expired, .cancelled, .possiblyDelivered]
     public static let defaultRetryStates: Set<OutboxState> = [.failed, .dead]
     /// States a cancel may take rows from (all by default): rows being sent are left to finish.
     public static let cancellableStates: Set<OutboxState> = [.queued, .deferred]

@@ -3,11 +3,11 @@ import HeraldCore
 
 /// An outbox row in `herald messages --json`; `nextAttemptAt` is set only while the row is deferred, `feedbackAt`
 /// (when the bounce or complaint that moved it arrived; `lastReply` holds its diagnostic) only once it bounced or
-/// drew a complaint.
+/// drew a complaint. `possiblyDelivered` counts the attempts whose final dot got no reply.
 struct MessageJSON: Encodable {
     enum CodingKeys: String, CodingKey {
-        case id, action, recipient, email, newEmail, locale, state, attempts, lastReplyCode, lastReply, queuedAt, sentAt, messageId,
-            nextAttemptAt, feedbackAt
+        case id, action, recipient, email, newEmail, locale, state, attempts, possiblyDelivered, lastReplyCode, lastReply, queuedAt,
+            sentAt, messageId, nextAttemptAt, feedbackAt
     }
 
     let row: OutboxMessage
@@ -22,6 +22,7 @@ struct MessageJSON: Encodable {
         try container.encode(row.locale.value, forKey: .locale)
         try container.encode(row.state.rawValue, forKey: .state)
         try container.encode(row.attempts, forKey: .attempts)
+        try container.encode(row.possiblyDelivered, forKey: .possiblyDelivered)
         try container.encode(row.lastReplyCode, forKey: .lastReplyCode)
         try container.encode(row.lastReply, forKey: .lastReply)
         try container.encode(row.queuedAt.iso8601, forKey: .queuedAt)

@@ -9,7 +9,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         commandName: "webhooks",
         abstract: "List webhook endpoints and their deliveries, post a test event, or replay deliveries.",
         discussion: """
-            Events (sent, failed, dead, bounced, clicked, redeemed, expired) are written to the ledger in the same \
+            Events (sent, failed, dead, possibly-delivered, bounced, clicked, redeemed, expired) are written to the ledger in the same \
             transaction as the change they report, and posted by `herald worker` (and `herald serve`'s embedded worker), \
             signed with Herald-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>.
             """,

@@ -197,6 +197,7 @@ struct ConfigurationParser {
         }
         c.smtp.connectTimeout = try await duration("smtp.connectTimeout", c.smtp.connectTimeout, positive: true)
         c.smtp.timeout = try await duration("smtp.timeout", c.smtp.timeout, positive: true)
+        c.smtp.dataTimeout = try await duration("smtp.dataTimeout", c.smtp.dataTimeout, positive: true)
         c.smtp.connections = try await number("smtp.connections", c.smtp.connections, in: 1...64)
 
         c.database.path = try await text("database.path", c.database.path) { $0.isEmpty ? "must not be empty" : nil }
@@ -220,6 +221,7 @@ struct ConfigurationParser {
         c.worker.unrecordedPerConnection = try await number(
             "worker.unrecordedPerConnection", c.worker.unrecordedPerConnection, in: 1...1000)
         c.worker.maxAttempts = try await number("worker.maxAttempts", c.worker.maxAttempts, in: 1...100)
+        c.worker.maxUncertainRetries = try await number("worker.maxUncertainRetries", c.worker.maxUncertainRetries, in: 0...10)
         c.worker.backoffBase = try await duration("worker.backoffBase", c.worker.backoffBase, positive: true)
         c.worker.backoffCap = try await duration("worker.backoffCap", c.worker.backoffCap, positive: true)
         if c.worker.backoffCap < c.worker.backoffBase {
@@ -237,13 +239,13 @@ struct ConfigurationParser {
             throw problem("worker.connectionBackoffCap", "must not be shorter than worker.connectionBackoffBase")
         }
         c.worker.heartbeatTimeout = try await duration("worker.heartbeatTimeout", c.worker.heartbeatTimeout, positive: true)
-        let exchange = c.smtp.connectTimeout + c.smtp.timeout
+        let exchange = c.smtp.connectTimeout + c.smtp.timeout + c.smtp.dataTimeout
         if c.worker.lease < 2 * exchange {
             throw problem(
                 "worker.lease",
                 "\(DurationText.format(c.worker.lease)) is shorter than two SMTP exchanges; it must be at least "
-                    + "2 × (smtp.connectTimeout + smtp.timeout) = \(DurationText.format(2 * exchange)), or a slow send outlives its lease "
-                    + "and another worker sends the row again")
+                    + "2 × (smtp.connectTimeout + smtp.timeout + smtp.dataTimeout) = \(DurationText.format(2 * exchange)), "
+                    + "or a slow send outlives its lease and another worker sends the row again")
         }
         c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
         c.server.port = try await number("server.port", c.server.port, in: 0...65535)

@@ -63,7 +63,11 @@ public struct HeraldConfiguration: Sendable {
         public var from = "Herald Demo <noreply@herald-demo.example>"
         public var replyTo = ""
         public var connectTimeout: TimeInterval = 10
+        /// Each wait for the server: its greeting, a reply to a command, taking the message's content.
         public var timeout: TimeInterval = 60
+        /// The wait for the reply to a message's final dot (RFC 5321 4.5.3.2.6: 10 minutes). The server may be
+        /// delivering the message meanwhile; a timeout here leaves it possibly delivered, not unsent.
+        public var dataTimeout: TimeInterval = 600
         /// Parallel SMTP connections the worker opens (one thread and one libcurl handle each).
         public var connections = 1
         public init() {}
@@ -327,11 +331,15 @@ public struct HeraldConfiguration: Sendable {
         /// connection. More lets outcomes share a commit (one WAL append for many), fewer bounds duplicates tighter.
         public var unrecordedPerConnection = 64
         public var maxAttempts = 8
+        /// How many times a message that was possibly delivered (no reply to its final dot) is sent again; 0 never
+        /// resends it. Each resend may be a duplicate (RFC 1047), so few: one gives a copy lost on the way a second
+        /// chance and bounds the copies at two.
+        public var maxUncertainRetries = 1
         public var backoffBase: TimeInterval = 30
         public var backoffCap: TimeInterval = 3600
-        /// How long a claimed row stays reserved, the backstop when a worker's death goes unnoticed;
-        /// at least two SMTP exchanges (`2 × (smtp.connectTimeout + smtp.timeout)`).
-        public var lease: TimeInterval = 300
+        /// How long a claimed row stays reserved, the backstop when a worker's death goes unnoticed; at least two
+        /// SMTP exchanges (`2 × (smtp.connectTimeout + smtp.timeout + smtp.dataTimeout)`), or a slow send outlives it.
+        public var lease: TimeInterval = 1800
         public var pollInterval: TimeInterval = 1
         /// Queued mail older than this is expired instead of sent; actions absent here never expire.
         public var maxQueueWait: [ActionKind: TimeInterval] = [.signIn: 900, .resetPassword: 900]

@@ -27,12 +27,14 @@ public struct OutboxMessage: Sendable, Hashable, Identifiable {
     public let variables: [String: String]
     /// Code lifetime for this row; nil means `links.lifetime`.
     public let linkLifetime: TimeInterval?
+    /// Attempts whose final dot got no reply, so that the message may have been delivered by each.
+    public let possiblyDelivered: Int
 
     public init(
         id: Int64, kind: ActionKind, recipient: EmailAddress, email: EmailAddress, newEmail: EmailAddress?, locale: LocaleTag,
         displayName: String?, settings: ActionCodeSettings, messageID: String, priority: Int, state: OutboxState, attempts: Int,
         queuedAt: Date, nextAttemptAt: Date, leaseUntil: Date?, lastReplyCode: Int?, lastReply: String?, sentAt: Date?, updatedAt: Date,
-        campaignID: Int64?, variables: [String: String], linkLifetime: TimeInterval?
+        campaignID: Int64?, variables: [String: String], linkLifetime: TimeInterval?, possiblyDelivered: Int = 0
     ) {
         self.id = id
         self.kind = kind
@@ -56,5 +58,6 @@ public struct OutboxMessage: Sendable, Hashable, Identifiable {
         self.campaignID = campaignID
         self.variables = variables
         self.linkLifetime = linkLifetime
+        self.possiblyDelivered = possiblyDelivered
     }
 }

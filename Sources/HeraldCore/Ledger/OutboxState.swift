@@ -2,10 +2,13 @@ import Foundation
 
 /// Where an outbox row is in its life.
 ///
-/// `queued → sending → sent | deferred → sending … | failed | dead`, plus `expired` and `cancelled`; after
-/// `sent`, what came back: `bounced` (a delivery status notification or bounce) or `complained` (a spam report).
+/// `queued → sending → sent | deferred → sending … | failed | dead | possibly-delivered`, plus `expired` and
+/// `cancelled`; after `sent`, what came back: `bounced` (a delivery status notification or bounce) or `complained`
+/// (a spam report). `possibly-delivered`: the server never answered the message's final dot, as often as
+/// `worker.maxUncertainRetries` allows resending it; it may have been delivered, so it is not sent again.
 public enum OutboxState: String, Sendable, CaseIterable, Codable {
     case queued, sending, sent, deferred, failed, dead, expired, cancelled, bounced, complained
+    case possiblyDelivered = "possibly-delivered"
 
     /// States the worker may still act on.
     public var isPending: Bool { self == .queued || self == .sending || self == .deferred }

@@ -1,8 +1,11 @@
 import Foundation
 
 /// What a webhook endpoint can be told about: a message's outcome, and what its recipient did with the link.
+///
+/// `possibly-delivered`: the message ended without a reply to its final dot, resent as often as allowed.
 public enum WebhookEvent: String, Sendable, CaseIterable, Codable, Hashable {
     case sent, failed, dead, bounced, clicked, redeemed, expired
+    case possiblyDelivered = "possibly-delivered"
 }
 
 /// Where a webhook delivery is: waiting for its next POST, answered with 2xx, or out of attempts.

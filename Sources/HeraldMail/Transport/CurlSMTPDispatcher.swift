@@ -15,8 +15,11 @@ import HeraldCore
 ///
 /// A failure that is not the message's (a timeout, a dropped connection, a refusal of MAIL) closes
 /// the connection at once, and the next message opens a fresh one; so does any refusal, since the
-/// transaction's state is then unknown. A reused connection the server closed while idle (Postfix's
-/// `421` after its idle timeout) is reopened and the message sent again, since none of it had gone.
+/// transaction's state is then unknown. Once a message's final dot is written, its reply has a wait of
+/// its own (`smtp.dataTimeout`, RFC 5321's 10 minutes by default), and a timeout or a broken connection
+/// then finishes it `possiblyDelivered`: the server may have taken it. A reused connection the server
+/// closed while idle (Postfix's `421` after its idle timeout) is reopened and the message sent again,
+/// since none of it had gone.
 /// A lane's second message, whose commands may have gone out behind the first one's content, is never
 /// delivered before its own 354: when the first one is refused it goes on a fresh connection, and when
 /// the connection breaks it finishes `unsent` (the worker hands it back to the queue).
@@ -87,6 +90,10 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         var lastReply: String?
         /// The server has accepted something of this message (a 2xx or the 354).
         var accepted = false
+        /// Where this message's end of data ends in `output`, until it has been written.
+        var dataEnd: Int?
+        /// This message's final dot went out: from then on the server may have taken it.
+        var dotWritten = false
         var deadline: DispatchTime
     }
 
@@ -270,13 +277,29 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
     private func flush(_ lane: Int, _ finished: inout [(lane: Int, result: DeliveryResult)]) {
         guard case .sending(var transaction) = states[lane], transaction.written < transaction.output.count else { return }
         states[lane] = .idle(nil)  // the transaction's buffers are then its own to change (no copy)
-        guard let written = transaction.session.write(transaction.output, from: transaction.written) else {
+        let (written, failed) = transaction.session.write(transaction.output, from: transaction.written)
+        transaction.written = written
+        if let end = transaction.dataEnd, written >= end {
+            // The final dot is out: the reply to it gets its own wait.
+            transaction.dataEnd = nil
+            transaction.dotWritten = true
+            transaction.deadline = .now() + .milliseconds(Int(settings.dataTimeout * 1000))
+        }
+        if failed {
             if retryOnFreshConnection(lane, transaction) { return }
-            fail(lane, transaction, SMTPVerdict.broken("sending failed: the connection broke", lastReply: transaction.lastReply), &finished)
+            fail(lane, transaction, broken(transaction, "sending failed: the connection broke"), &finished)
             return
         }
-        transaction.written = written
         states[lane] = .sending(transaction)
+    }
+
+    /// The outcome of a connection that broke: possibly delivered once the message's final dot went out and its reply
+    /// is the one awaited, the connection's failure before.
+    private func broken(_ transaction: Transaction, _ why: String) -> DeliveryResult {
+        if transaction.dotWritten && transaction.awaiting.first == .body {
+            return SMTPVerdict.possiblyDelivered("\(why) after the end of data", lastReply: transaction.lastReply)
+        }
+        return SMTPVerdict.broken(why, lastReply: transaction.lastReply)
     }
 
     /// Reads and acts on what arrived on the lane's connection. What a reply makes ready to send (a message's
@@ -313,13 +336,14 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
                     }
                     // The next message's commands are out: its replies follow.
                     transaction.job = next
-                    (transaction.next, transaction.nextBegun, transaction.accepted) = (nil, false, false)
+                    (transaction.next, transaction.nextBegun, transaction.accepted, transaction.dotWritten) = (nil, false, false, false)
                     transaction.deadline = exchangeDeadline
                 case (.data, 354):
                     transaction.accepted = true
                     transaction.awaiting = [.body]
                     transaction.output = SMTPData.block(transaction.job.message, room: 512)
                     transaction.written = 0
+                    transaction.dataEnd = transaction.output.count
                     if transaction.session.pipelining { beginNext(&transaction) }
                 case (.mail, 200..<300), (.rcpt, 200..<300):
                     transaction.accepted = true
@@ -340,10 +364,10 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
                 states[lane] = .sending(transaction)
             case .closed:
                 if retryOnFreshConnection(lane, transaction) { return }
-                fail(lane, transaction, SMTPVerdict.broken("the server closed the connection", lastReply: transaction.lastReply), &finished)
+                fail(lane, transaction, broken(transaction, "the server closed the connection"), &finished)
             case .failed(let error):
                 if retryOnFreshConnection(lane, transaction) { return }
-                fail(lane, transaction, SMTPVerdict.broken(error, lastReply: transaction.lastReply), &finished)
+                fail(lane, transaction, broken(transaction, error), &finished)
             }
         case .idle(nil), .opening: break
         }
@@ -361,8 +385,8 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
     }
 
     /// Ends a transaction that failed; its connection closes (its state is unknown). The lane's next message
-    /// (never sent: it had no 354) goes on a fresh connection after a refusal of this one, and fails with a
-    /// broken connection.
+    /// (never sent: it had no 354) goes on a fresh connection after a refusal of this one, and fails unsent with a
+    /// broken or timed-out connection.
     private func fail(
         _ lane: Int, _ transaction: Transaction, _ result: DeliveryResult, _ finished: inout [(lane: Int, result: DeliveryResult)]
     ) {
@@ -370,7 +394,7 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         states[lane] = .idle(nil)
         finished.append((lane, result))
         guard let next = transaction.next else { return }
-        if result.outcome == .connection {
+        if result.outcome == .connection || result.outcome == .possiblyDelivered {
             finished.append((lane, Self.notSent(after: result)))
         } else {
             open(lane, for: next, next: nil)
@@ -382,17 +406,21 @@ public final class CurlSMTPDispatcher: MailDispatcher, @unchecked Sendable {
         DeliveryResult(outcome: .unsent, replyCode: nil, replyText: "not sent: \(failure.replyText)")
     }
 
-    /// Transactions past `smtp.timeout` fail as the connection's.
+    /// Transactions past `smtp.timeout` fail as the connection's; past `smtp.dataTimeout` after the final dot, the
+    /// message is possibly delivered.
     private func expire(_ finished: inout [(lane: Int, result: DeliveryResult)]) {
         let now = DispatchTime.now()
         for lane in 0..<lanes {
             guard case .sending(let transaction) = states[lane], transaction.deadline <= now else { continue }
             let waitingFor = transaction.awaiting.first?.command.stage ?? "DATA"
-            let seconds = String(format: "%g", settings.timeout)
-            fail(
-                lane, transaction,
-                SMTPVerdict.broken("timed out after \(seconds) s waiting for the reply to \(waitingFor)", lastReply: transaction.lastReply), &finished
-            )
+            let afterDot = transaction.dotWritten && transaction.awaiting.first == .body
+            let seconds = String(format: "%g", afterDot ? settings.dataTimeout : settings.timeout)
+            let why = "timed out after \(seconds) s waiting for the reply to \(afterDot ? "the end of data" : waitingFor)"
+            let result =
+                afterDot
+                ? SMTPVerdict.possiblyDelivered(why, lastReply: transaction.lastReply)
+                : SMTPVerdict.broken(why, lastReply: transaction.lastReply)
+            fail(lane, transaction, result, &finished)
         }
     }
 

@@ -20,9 +20,14 @@ public struct DeliveryResult: Sendable, Hashable {
         /// The message's own RCPT or DATA (or a 552 size refusal to MAIL) got a 5xx: rejected for good.
         case permanent
         /// The server or the connection failed, not the message: refused, timed out, TLS or AUTH
-        /// failed, a non-220 greeting, a refusal of EHLO/HELO or MAIL, any 421, a dropped connection.
-        /// The message is not charged; the connection pauses and reconnects.
+        /// failed, a non-220 greeting, a refusal of EHLO/HELO or MAIL, any 421, a dropped connection,
+        /// all before the message's final dot was written. The message is not charged; the connection
+        /// pauses and reconnects.
         case connection
+        /// The final dot was written and no reply came: the wait for it timed out (`smtp.dataTimeout`) or
+        /// the connection broke. The server may have taken the message (RFC 1047), so a resend may be a
+        /// duplicate: the attempt is charged and the message goes again only a bounded number of times.
+        case possiblyDelivered = "possibly-delivered"
         /// Nothing of the message was delivered: it waited behind another on a pipelining connection
         /// (`MailDispatcher.depth`) that failed first. It goes back to the queue as if never claimed.
         case unsent

@@ -41,7 +41,8 @@ enum SMTPCommand: Sendable {
 ///
 /// Only replies to the message's own RCPT and DATA (and a 552 size refusal to MAIL) speak about the
 /// message; everything else — refused or dropped connections, timeouts, TLS, AUTH, the greeting,
-/// EHLO/HELO, MAIL, any 421 — is the connection's, and charges the message nothing.
+/// EHLO/HELO, MAIL, any 421 — is the connection's, and charges the message nothing. The exception is
+/// silence after the final dot: a timeout or a cut then leaves the message possibly delivered.
 enum SMTPVerdict {
     /// A 4xx/5xx `reply` to `command`.
     static func refusal(_ reply: String, to command: SMTPCommand) -> DeliveryResult {
@@ -64,6 +65,12 @@ enum SMTPVerdict {
     /// The connection failed without a refusal: refused, timed out, dropped, TLS.
     static func broken(_ why: String, lastReply: String?) -> DeliveryResult {
         DeliveryResult(outcome: .connection, replyCode: nil, replyText: "\(why) (last reply: \(lastReply ?? "none"))")
+    }
+
+    /// The connection timed out or broke after the message's final dot was written: the server may have taken it.
+    static func possiblyDelivered(_ why: String, lastReply: String?) -> DeliveryResult {
+        DeliveryResult(
+            outcome: .possiblyDelivered, replyCode: nil, replyText: "possibly delivered: \(why) (last reply: \(lastReply ?? "none"))")
     }
 
     /// Whether the server closed (or is closing) the connection: a `421`.

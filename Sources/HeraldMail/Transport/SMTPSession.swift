@@ -124,20 +124,20 @@ final class SMTPSession {
         }
     }
 
-    /// Writes as much of `bytes[offset...]` as the socket takes; returns the new offset, or nil when the
-    /// connection failed.
-    func write(_ bytes: [UInt8], from offset: Int) -> Int? {
+    /// Writes as much of `bytes[offset...]` as the socket takes; returns the new offset, and whether the
+    /// connection failed (after the bytes up to that offset went out).
+    func write(_ bytes: [UInt8], from offset: Int) -> (offset: Int, failed: Bool) {
         var offset = offset
         while offset < bytes.count {
             var written = 0
             let code = bytes.withUnsafeBytes { buffer in
                 curl_easy_send(handle, buffer.baseAddress! + offset, buffer.count - offset, &written)
             }
-            if code == CURLE_AGAIN { return offset }
-            guard code == CURLE_OK else { return nil }
+            if code == CURLE_AGAIN { return (offset, false) }
+            guard code == CURLE_OK else { return (offset, true) }
             offset += written
         }
-        return offset
+        return (offset, false)
     }
 
     /// What a read found.

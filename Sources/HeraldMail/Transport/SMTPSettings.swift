@@ -11,6 +11,8 @@ public struct SMTPSettings: Sendable {
     public var insecure: Bool
     public var connectTimeout: TimeInterval
     public var timeout: TimeInterval
+    /// How long the reply to a message's final dot may take (`smtp.dataTimeout`).
+    public var dataTimeout: TimeInterval
 
     public init(_ smtp: HeraldConfiguration.SMTP) {
         url = smtp.url
@@ -21,5 +23,6 @@ public struct SMTPSettings: Sendable {
         insecure = smtp.insecure
         connectTimeout = smtp.connectTimeout
         timeout = smtp.timeout
+        dataTimeout = smtp.dataTimeout
     }
 }

@@ -91,13 +91,17 @@ extension ConsoleController {
         }
         let message = history.message
         let csrf = context.consoleSession?.csrf ?? ""
-        let details: [(String, String)] = [
+        var details: [(String, String)] = [
             ("ID", "\(message.id)"), ("Action", message.kind.rawValue), ("Recipient", message.recipient.value),
             ("Account email", message.email.value), ("New email", message.newEmail?.value ?? "-"), ("Locale", message.locale.value),
             ("State", message.state.rawValue), ("Attempts", "\(message.attempts)"), ("Last reply", message.lastReply ?? "-"),
             ("Queued", message.queuedAt.iso8601), ("Sent", message.sentAt?.iso8601 ?? "-"),
             ("Campaign", message.campaignID.map(String.init) ?? "-"), ("Message-ID", message.messageID),
         ]
+        if message.possiblyDelivered > 0 {
+            // The relay never answered the final dot of these attempts: each may have delivered a copy.
+            details.insert(("Possibly delivered", "\(message.possiblyDelivered) attempt(s) got no reply to the end of data"), at: 8)
+        }
         let dl = details.map { "<dt>\($0.0)</dt><dd>\(ConsolePage.escape($0.1))</dd>" }.joined()
         var buttons: [String] = []
         if SendingService.retryableStates.contains(message.state) {

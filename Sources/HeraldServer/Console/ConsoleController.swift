@@ -187,9 +187,10 @@ struct ConsoleController: Sendable {
             let time = start.formatted(Date.ISO8601FormatStyle().time(includingFractionalSeconds: false))
             return "<tr><td class=\"time\">\(time)</td><td class=\"sent\">\(sum(["sent"]))</td>"
                 + "<td class=\"deferred\">\(sum(["deferred", "connection", "interrupted"]))</td>"
+                + "<td class=\"possibly-delivered\">\(sum([OutboxState.possiblyDelivered.rawValue]))</td>"
                 + "<td class=\"failed\">\(sum(["failed", "dead"]))</td></tr>"
         }
-        return ConsolePage.table(id: "send-rate", ["From (UTC)", "Sent", "Deferred", "Failed"], rows)
+        return ConsolePage.table(id: "send-rate", ["From (UTC)", "Sent", "Deferred", "Possibly delivered", "Failed"], rows)
     }
 
     /// Attempts that did not end in `sent`, by reply class.

@@ -7,7 +7,7 @@
 ///
 /// ```swift
 /// LedgerMigration(
-///     "v18: campaigns remember who started them",
+///     "v19: campaigns remember who started them",
 ///     sqlite: ["ALTER TABLE campaigns ADD COLUMN started_by TEXT"],
 ///     postgres: ["ALTER TABLE campaigns ADD COLUMN started_by TEXT"]),
 /// ```
@@ -781,14 +781,105 @@ extension LedgerMigration {
                 "v2: a code's family is found through its outbox row",
                 "DROP INDEX IF EXISTS action_codes_family",
                 "CREATE INDEX action_codes_minted_family ON action_codes(email, action) WHERE outbox_id IS NULL")),
+        // A message whose final dot got no reply (a timeout or a cut after it) may have been delivered: its attempt is
+        // recorded as such and charged, `possibly_delivered` counts them (`worker.maxUncertainRetries` bounds the
+        // resends), and a row out of resends ends `possibly-delivered`. SQLite widens the two CHECK constraints by
+        // rebuilding both tables (as v7 and v13 did: same columns in the same order, the same indexes, the outbox's
+        // AUTOINCREMENT counter kept); PostgreSQL replaces the constraints.
+        LedgerMigration(
+            sqlite: Step(
+                "v18: possibly delivered messages",
+                """
+                CREATE TABLE outbox_rebuilt (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    action TEXT NOT NULL,
+                    recipient TEXT NOT NULL,            -- where the mail goes (the new address for a change)
+                    email TEXT NOT NULL,                -- the account's email
+                    new_email TEXT,
+                    locale TEXT NOT NULL,
+                    display_name TEXT,
+                    settings TEXT NOT NULL,             -- ActionCodeSettings as JSON
+                    message_id TEXT NOT NULL,           -- stable across resends; unique by construction
+                    priority INTEGER NOT NULL DEFAULT 0, -- lower is sent first
+                    state TEXT NOT NULL CHECK (state IN
+                        ('queued','sending','sent','deferred','failed','dead','expired','cancelled','bounced','complained',
+                         'possibly-delivered')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    queued_at INTEGER NOT NULL,         -- all times: Unix milliseconds, UTC
+                    next_attempt_at INTEGER NOT NULL,
+                    lease_until INTEGER,
+                    last_reply_code INTEGER,
+                    last_reply TEXT,
+                    sent_at INTEGER,
+                    updated_at INTEGER NOT NULL,
+                    campaign_id INTEGER REFERENCES campaigns(id),
+                    variables TEXT,
+                    link_lifetime REAL,
+                    source_line INTEGER,
+                    claimed_by TEXT,
+                    due_at INTEGER,
+                    bulk_id INTEGER REFERENCES bulk_sends(id),
+                    recipient_key TEXT,
+                    first_queued_at INTEGER,
+                    possibly_delivered INTEGER NOT NULL DEFAULT 0  -- attempts whose final dot got no reply
+                );
+                INSERT INTO outbox_rebuilt SELECT *, 0 FROM outbox;
+                DROP TABLE outbox;
+                ALTER TABLE outbox_rebuilt RENAME TO outbox;
+                CREATE INDEX outbox_due ON outbox(priority, next_attempt_at, id) WHERE state IN ('queued','deferred');
+                CREATE INDEX outbox_leased ON outbox(lease_until) WHERE state = 'sending';
+                CREATE INDEX outbox_campaign_state ON outbox(campaign_id, state) WHERE campaign_id IS NOT NULL;
+                CREATE INDEX outbox_due_at ON outbox(due_at) WHERE state IN ('queued','deferred');
+                CREATE UNIQUE INDEX outbox_bulk_recipient ON outbox(bulk_id, recipient) WHERE bulk_id IS NOT NULL;
+                CREATE INDEX outbox_recipient_key ON outbox(recipient_key, action, queued_at) WHERE campaign_id IS NULL;
+                CREATE INDEX outbox_waiting ON outbox(action, queued_at)
+                    WHERE state IN ('queued','deferred') AND campaign_id IS NULL;
+                CREATE INDEX outbox_recipient ON outbox(recipient) WHERE campaign_id IS NULL;
+                CREATE INDEX outbox_email ON outbox(email) WHERE campaign_id IS NULL AND email <> recipient;
+                CREATE UNIQUE INDEX outbox_campaign_recipient ON outbox(recipient, campaign_id) WHERE campaign_id IS NOT NULL;
+
+                CREATE TABLE delivery_attempts_rebuilt (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    outbox_id INTEGER NOT NULL REFERENCES outbox(id),
+                    attempt INTEGER NOT NULL,
+                    started_at INTEGER NOT NULL,
+                    finished_at INTEGER NOT NULL,
+                    -- 'connection': the server or the connection failed, not the message; no attempt charged
+                    -- 'possibly-delivered': no reply to the final dot; charged
+                    outcome TEXT NOT NULL CHECK (outcome IN
+                        ('sent','deferred','failed','dead','interrupted','connection','possibly-delivered')),
+                    reply_code INTEGER,
+                    reply_text TEXT,
+                    next_attempt_at INTEGER
+                );
+                INSERT INTO delivery_attempts_rebuilt SELECT * FROM delivery_attempts;
+                DROP TABLE delivery_attempts;
+                ALTER TABLE delivery_attempts_rebuilt RENAME TO delivery_attempts;
+                CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id);
+                """,
+                keepsSequence: "outbox"),
+            postgres: Step(
+                "v18: possibly delivered messages",
+                "ALTER TABLE outbox DROP CONSTRAINT outbox_state_check",
+                """
+                ALTER TABLE outbox ADD CONSTRAINT outbox_state_check CHECK (state IN
+                    ('queued','sending','sent','deferred','failed','dead','expired','cancelled','bounced','complained',
+                     'possibly-delivered'))
+                """,
+                "ALTER TABLE outbox ADD COLUMN possibly_delivered BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE delivery_attempts DROP CONSTRAINT delivery_attempts_outcome_check",
+                """
+                ALTER TABLE delivery_attempts ADD CONSTRAINT delivery_attempts_outcome_check CHECK (outcome IN
+                    ('sent','deferred','failed','dead','interrupted','connection','possibly-delivered'))
+                """)),
         // One row each process's health check rewrites while requests find the ledger unavailable: whether a write
         // commits again (`LedgerProbe`).
         LedgerMigration(
             sqlite: Step(
-                "v18: a row for health checks to write",
-                "CREATE TABLE ledger_probe (id INTEGER PRIMARY KEY, probed_at BIGINT NOT NULL)"),
+                "v19: a row for health checks to write",
+                "CREATE TABLE ledger_probe (id INTEGER PRIMARY KEY, probed_at INTEGER NOT NULL)"),
             postgres: Step(
-                "v18: a row for health checks to write",
+                "v19: a row for health checks to write",
                 "CREATE TABLE ledger_probe (id BIGINT PRIMARY KEY, probed_at BIGINT NOT NULL)")),
     ]
 }

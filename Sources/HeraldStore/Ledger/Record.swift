@@ -24,7 +24,7 @@ extension OutboxEngine {
                     changed = sentMoved[index]
                     next.append(nil)
                 } else {
-                    let moved = try Self.record(db, claimed, record)
+                    let moved = try Self.record(db, claimed, record, policy: policy)
                     changed = moved.changed
                     next.append(moved.next)
                 }
@@ -49,7 +49,9 @@ extension OutboxEngine {
 
     /// Moves the row (and its code) for one outcome other than a send; returns whether it moved (this claim still
     /// held it) and the attempt's `next_attempt_at`.
-    private static func record(_ db: Session, _ claimed: ClaimedMessage, _ record: DeliveryRecord) throws -> (changed: Bool, next: Int64?) {
+    private static func record(
+        _ db: Session, _ claimed: ClaimedMessage, _ record: DeliveryRecord, policy: ClaimPolicy
+    ) throws -> (changed: Bool, next: Int64?) {
         let finished = record.finishedAt.milliseconds
         switch record.decision {
         case .sent:
@@ -66,7 +68,33 @@ extension OutboxEngine {
             // The connection failed, not the message: the attempt is given back and the row waits.
             try giveBack(db, claimed, next: until.milliseconds, reply: (record.replyCode, record.replyText), at: finished)
             return (false, until.milliseconds)
+        case .possiblyDelivered(let retryAt):
+            let next = retryAt?.milliseconds
+            let state = retryAt == nil ? OutboxState.possiblyDelivered : .deferred
+            return (try possiblyDelivered(db, claimed, state: state, record, next: next, policy: policy), next)
         }
+    }
+
+    /// Moves a row whose final dot got no reply: charged like a deferral, counted in `possibly_delivered`, and its code
+    /// given the lifetime of a sent one, since its email may have arrived.
+    private static func possiblyDelivered(
+        _ db: Session, _ claimed: ClaimedMessage, state: OutboxState, _ record: DeliveryRecord, next: Int64?, policy: ClaimPolicy
+    ) throws -> Bool {
+        let finished = record.finishedAt.milliseconds
+        let changed =
+            try db.executeCached(
+                """
+                UPDATE outbox SET state = :state, lease_until = NULL, updated_at = :at, possibly_delivered = possibly_delivered + 1,
+                    next_attempt_at = COALESCE(CAST(:next AS BIGINT), next_attempt_at), last_reply_code = :code, last_reply = :reply
+                WHERE id = :id AND state = 'sending' AND lease_until = :lease
+                """,
+                [
+                    "state": state.rawValue, "at": finished, "next": next, "code": record.replyCode, "reply": record.replyText,
+                    "id": claimed.message.id, "lease": claimed.message.leaseUntil?.milliseconds,
+                ]) > 0
+        let expires = codeExpiry(claimed.message, policy: policy, from: finished)
+        try db.executeCached("UPDATE action_codes SET expires_at = ? WHERE id = ?", [expires, claimed.codeID])
+        return changed
     }
 
     private static func update(

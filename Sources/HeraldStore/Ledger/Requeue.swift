@@ -13,7 +13,7 @@ extension OutboxEngine {
         let change = RequeueChange(
             event: "retried", actor: actor, states: Self.stateList(filter.states),
             assignments: """
-                state = 'queued', attempts = 0, first_queued_at = COALESCE(first_queued_at, queued_at),
+                state = 'queued', attempts = 0, possibly_delivered = 0, first_queued_at = COALESCE(first_queued_at, queued_at),
                     queued_at = ?1, next_attempt_at = ?1, due_at = ?1,
                     lease_until = NULL, claimed_by = NULL, updated_at = ?1, last_reply = ?2
                 """)

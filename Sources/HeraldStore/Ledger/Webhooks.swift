@@ -120,7 +120,8 @@ extension LedgerEngine {
 /// JSON text with the members in the same order (its own `json_build_object` writes `"k" : v`, and `jsonb` reorders
 /// keys).
 enum WebhookStatements {
-    /// An event about an outbox row (sent, failed, dead, expired, bounced); with `:state`, only while the row is in it.
+    /// An event about an outbox row (sent, failed, dead, possibly-delivered, expired, bounced); with `:state`, only while
+    /// the row is in it.
     static func messageEvent(_ dialect: SQLDialect) -> String {
         switch dialect {
         case .sqlite: sqliteMessageEvent

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// What the worker decided about one attempt, ready to be written to the ledger.
 public struct DeliveryRecord: Sendable {
@@ -10,6 +11,10 @@ public struct DeliveryRecord: Sendable {
         case dead
         /// The server or the connection failed, not the message: the row goes back uncharged, due at `until`.
         case returned(until: Date)
+        /// No reply came to the message's final dot: the server may have delivered it. The attempt is charged and
+        /// counted (`OutboxMessage.possiblyDelivered`), and the code keeps a sent one's lifetime (the link may be in
+        /// the inbox). With `retryAt` the row is deferred until then; without, it ends `possibly-delivered`.
+        case possiblyDelivered(retryAt: Date?)
     }
 
     public let decision: Decision
@@ -33,6 +38,7 @@ public struct DeliveryRecord: Sendable {
         case .failed: "failed"
         case .dead: "dead"
         case .returned: "connection"
+        case .possiblyDelivered: OutboxState.possiblyDelivered.rawValue
         }
     }
 }

@@ -97,6 +97,6 @@ enum Records {
             leaseUntil: (row["lease_until"] as Int64?).map(Date.init(milliseconds:)), lastReplyCode: row["last_reply_code"],
             lastReply: row["last_reply"], sentAt: (row["sent_at"] as Int64?).map(Date.init(milliseconds:)),
             updatedAt: Date(milliseconds: row["updated_at"]), campaignID: row["campaign_id"], variables: variables,
-            linkLifetime: row["link_lifetime"])
+            linkLifetime: row["link_lifetime"], possiblyDelivered: row["possibly_delivered"])
     }
 }

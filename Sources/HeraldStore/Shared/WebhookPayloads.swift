@@ -40,7 +40,8 @@ enum WebhookPayloads {
         case .sent: .sent
         case .failed: .failed
         case .dead: .dead
-        case .deferred, .returned: nil
+        case .possiblyDelivered(retryAt: nil): .possiblyDelivered
+        case .deferred, .returned, .possiblyDelivered: nil
         }
     }
 

@@ -46,6 +46,13 @@ enum Fixture {
         DeliveryRecord(decision: .failed, replyCode: 550, replyText: reply, startedAt: date, finishedAt: date)
     }
 
+    /// No reply to the final dot; with `retryAt` the row goes again then, without it the row ends possibly delivered.
+    static func possiblyDelivered(retryAt: Date?, at date: Date = Date()) -> DeliveryRecord {
+        DeliveryRecord(
+            decision: .possiblyDelivered(retryAt: retryAt), replyCode: nil,
+            replyText: "possibly delivered: timed out after 600 s waiting for the reply to the end of data", startedAt: date, finishedAt: date)
+    }
+
     static func dead(at date: Date = Date()) -> DeliveryRecord {
         DeliveryRecord(decision: .dead, replyCode: 451, replyText: "451 4.7.1 Try later", startedAt: date, finishedAt: date)
     }

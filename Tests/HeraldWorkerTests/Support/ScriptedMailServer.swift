@@ -74,4 +74,7 @@ extension DeliveryResult {
     static let greylisted = DeliveryResult(outcome: .transient, replyCode: 451, replyText: "451 4.7.1 Greylisted, try again later")
     static let noSuchUser = DeliveryResult(outcome: .permanent, replyCode: 550, replyText: "550 5.1.1 No such user")
     static let refused = DeliveryResult(outcome: .connection, replyCode: nil, replyText: "curl error 7: Couldn't connect to server")
+    static let unanswered = DeliveryResult(
+        outcome: .possiblyDelivered, replyCode: nil,
+        replyText: "possibly delivered: timed out after 600 s waiting for the reply to the end of data (last reply: 354 go ahead)")
 }
