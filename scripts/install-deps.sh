@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # certificates).
 # postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
 # smtp-source tools serve the benchmark.
-packages=(libcurl4-openssl-dev libsqlite3-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix)
+packages=(libcurl4-openssl-dev libsqlite3-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix libfaketime)
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(wrk); fi

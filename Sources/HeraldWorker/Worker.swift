@@ -96,7 +96,7 @@ public struct Worker: Sendable {
     /// Runs `concurrency` SMTP connections and the ledger desk until stopped, or until nothing is pending
     /// when `untilEmpty`.
     public func run(untilEmpty: Bool, concurrency: Int, stop: StopSignal) async throws -> WorkerSummary {
-        let started = Date()
+        let started = MonotonicInstant.now()
         let results = ThreadResults()
         let watch = LedgerWatch(logger: logger, onChange: onLedgerUnavailable)
         let housekeeping = StopSignal()
@@ -182,7 +182,7 @@ public struct Worker: Sendable {
             }.start()
         }
         var summary = results.summary
-        summary.seconds = Date().timeIntervalSince(started)
+        summary.seconds = MonotonicInstant.now().seconds(since: started)
         return summary
     }
 
