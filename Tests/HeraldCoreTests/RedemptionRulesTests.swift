@@ -89,6 +89,30 @@ import Testing
         #expect(created.isNew && created.account.uid == "n" && created.account.emailVerified && created.account.emailLinkSignin)
     }
 
+    /// Proving an unproven address ends every credential added while it was unproven: anyone could have linked
+    /// their own provider to an account holding someone else's address.
+    @Test func provingAnUnprovenAddressUnlinksEveryProviderAndEndsSessions() throws {
+        var squatted = account("s", "ada@example.com")
+        squatted.providers = ["password", "oidc.attacker"]
+        let reset = try RedemptionRules.resetPassword(code(.resetPassword), holder: squatted, passwordHash: "new", now: now)
+        #expect(reset.providers == ["password"] && reset.emailVerified && reset.validSince == now.milliseconds)
+
+        let signedIn = try RedemptionRules.emailLinkSignIn(
+            code(.signIn), email: "ada@example.com", owner: squatted, linking: nil, linkingGone: false, newUID: "n", now: now)
+        #expect(signedIn.account.providers == ["password"] && signedIn.account.passwordHash == nil)
+        #expect(signedIn.account.validSince == now.milliseconds)
+
+        var proven = squatted
+        proven.emailVerified = true
+        let kept = try RedemptionRules.resetPassword(code(.resetPassword), holder: proven, passwordHash: "new", now: now)
+        #expect(kept.providers == ["password", "oidc.attacker"], "a proven address's providers were linked by its owner")
+
+        var takenOver = squatted
+        takenOver.providers = ["password", "oidc.attacker", "google.com"]
+        takenOver.takeOver(by: FederatedIdentity(providerId: "google.com", rawId: "g", email: "ada@example.com", emailVerified: true), now: now)
+        #expect(takenOver.providers == ["google.com"] && takenOver.passwordHash == nil)
+    }
+
     @Test func accountKeysAreTakenOnce() {
         let ada = account("u1", "ada@example.com")
         #expect(refusal { try AccountKeyRules.admit(ada, addressHolder: ada, uidHolder: ada) } == .emailExists)

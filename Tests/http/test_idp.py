@@ -13,7 +13,7 @@ from urllib.parse import quote
 import jwt
 import requests
 
-from helpers import herald_env, query
+from helpers import API_KEY, herald_env, query
 from http_support import assert_error, ok, unique_email
 from idp_peers import new_rsa_key
 
@@ -46,7 +46,8 @@ def test_a_new_provider_user_gets_a_new_account(server, oidc_issuer):
     body = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-1", email=email, name="Ada")))
     assert body["kind"] == "identitytoolkit#VerifyAssertionResponse"
     assert body["isNewUser"] is True and body["providerId"] == "oidc.acme" and body["federatedId"] == "sub-1"
-    assert body["email"] == email and body["emailVerified"] is True and body["displayName"] == "Ada"
+    # An untrusted provider proves no address: the account's is unproven until its owner proves it.
+    assert body["email"] == email and body["emailVerified"] is False and body["displayName"] == "Ada"
     assert "needConfirmation" not in body and body["oauthIdToken"]
     claims = jwt.decode(body["idToken"], options={"verify_signature": False})
     assert claims["sub"] == body["localId"] and claims["firebase"]["sign_in_provider"] == "oidc.acme"
@@ -195,7 +196,9 @@ def test_unlinking_a_provider(server, oidc_issuer):
 
 
 def test_email_link_sign_in_adds_email_link_to_a_provider_only_account(server, oidc_issuer):
-    srv = server(server={"enumerationProtection": False}, providers={"oidc": {"acme": oidc_issuer.herald_provider()}})
+    # A trusted provider proved the address, so the email link adds a way in and takes nothing away.
+    srv = server(server={"enumerationProtection": False},
+                 providers={"oidc": {"acme": {**oidc_issuer.herald_provider(), "trusted": True}}})
     email = unique_email("idp-emaillink")
     created = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-e", email=email)))
     code = srv.oob("EMAIL_SIGNIN", email, continueUrl="https://app.example.com/finish", canHandleCodeInApp=True)["oobCode"]
@@ -221,3 +224,81 @@ def test_forged_assertions_count_as_failed_sign_ins_of_the_client(server, oidc_i
                      "INVALID_IDP_RESPONSE")
     # Now even a good assertion from this client waits, as a password guesser does.
     assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("s", email=email)), "TOO_MANY_ATTEMPTS_TRY_LATER")
+
+
+# --------------------------------------------------------------------------- proof of the address resets trust
+def refresh(srv, refresh_token: str) -> requests.Response:
+    return requests.post(srv.url + "/securetoken.googleapis.com/v1/token", params={"key": API_KEY},
+                         data={"grant_type": "refresh_token", "refresh_token": refresh_token}, timeout=10)
+
+
+def reset_password(srv, email: str, password: str) -> None:
+    code = srv.oob("PASSWORD_RESET", email)["oobCode"]
+    ok(srv.post("accounts:resetPassword", {"oobCode": code, "newPassword": password}))
+
+
+def test_a_reset_unlinks_a_provider_an_attacker_linked_before_the_address_was_proven(server, oidc_issuer):
+    """Pre-hijack: the attacker signs up with the victim's address and a password, links their own provider
+    identity, and waits. The victim's reset proves the address: the attacker's identity no longer reaches the
+    account (it signs in to an account of its own), and the attacker's session is over."""
+    srv = oidc_server(server, oidc_issuer)
+    victim = unique_email("prehijack-reset")
+    squat = srv.sign_up(victim, PASSWORD)
+    attacker_token = oidc_issuer.id_token("attacker-1", email=unique_email("attacker"))
+    linked = ok(idp(srv, "oidc.acme", id_token=attacker_token, id_token_of=squat["idToken"]))
+    assert linked["localId"] == squat["localId"]
+    reset_password(srv, victim, "victims-own-password")
+    again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("attacker-1", email=unique_email("attacker"))))
+    assert again["localId"] != squat["localId"], "the attacker's provider identity still signs in to the victim's account"
+    assert refresh(srv, linked["refreshToken"]).status_code == 400, "the attacker's session outlived the reset"
+    assert ok(srv.sign_in(victim, "victims-own-password"))["localId"] == squat["localId"]
+    unlinks = query(srv.db_path, "SELECT kind, provider_id, detail FROM account_events WHERE uid = ? AND kind = 'idp-unlink'",
+                    (squat["localId"],))
+    assert [(e["provider_id"], e["detail"]) for e in unlinks] == [("oidc.acme", "attacker-1")], unlinks
+
+
+def test_an_email_link_sign_in_ends_an_account_an_untrusted_provider_made_for_the_address(server, oidc_issuer):
+    """The attacker's untrusted provider says the victim's address is its user's: the account it makes holds
+    the address unproven. The victim's email-link sign-in proves it: the attacker's identity and refresh token
+    stop working."""
+    srv = server(server={"enumerationProtection": False}, providers={"oidc": {"acme": oidc_issuer.herald_provider()}})
+    victim = unique_email("prehijack-link")
+    made = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("attacker-2", email=victim)))
+    assert made["emailVerified"] is False
+    code = srv.oob("EMAIL_SIGNIN", victim, continueUrl="https://app.example.com/finish", canHandleCodeInApp=True)["oobCode"]
+    signed = ok(srv.post("accounts:signInWithEmailLink", {"email": victim, "oobCode": code}))
+    assert signed["localId"] == made["localId"]
+    assert refresh(srv, made["refreshToken"]).status_code == 400, "the attacker's refresh token survived the proof"
+    again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("attacker-2", email=victim)))
+    # The identity is no longer the account's: the address's account now needs its owner's confirmation.
+    assert again.get("needConfirmation") is True and "idToken" not in again, again
+
+
+def test_a_trusted_take_over_drops_every_other_provider(server, oidc_issuer):
+    srv = oidc_server(server, oidc_issuer, trusted=True)
+    victim = unique_email("prehijack-trusted")
+    squat = srv.sign_up(victim, PASSWORD)
+    # The attacker's own identity of the same provider, linked while the address was unproven.
+    ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("attacker-3", email=unique_email("attacker")),
+           id_token_of=squat["idToken"]))
+    owner = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("victim-3", email=victim)))
+    assert owner["localId"] == squat["localId"]
+    again = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("attacker-3", email=unique_email("attacker"))))
+    assert again["localId"] != squat["localId"]
+
+
+def test_under_enumeration_protection_need_confirmation_reveals_nothing_and_unvouched_addresses_claim_nothing(
+        server, oidc_issuer):
+    srv = oidc_server(server, oidc_issuer)  # enumeration protection is the default
+    email = unique_email("idp-hidden")
+    existing = srv.sign_up(email, PASSWORD)
+    body = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-h", email=email)))
+    assert body["needConfirmation"] is True
+    assert "localId" not in body and "verifiedProvider" not in body, body
+    # A provider that does not call the address verified claims nothing: no account is found by it, none gets it.
+    other = unique_email("idp-unvouched")
+    made = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-u", email=other, email_verified=False)))
+    assert "needConfirmation" not in made
+    assert srv.sign_up(other, PASSWORD)["localId"] != made["localId"], "the unvouched address was taken"
+    unvouched_existing = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-v", email=email, email_verified=False)))
+    assert "needConfirmation" not in unvouched_existing and unvouched_existing["localId"] != existing["localId"]

@@ -62,9 +62,17 @@ extension ProvidersService {
             throw error
         }
         let linkingUID: String? = if let token = request.idToken { try await sessions.account(forIDToken: token).uid } else { nil }
+        // Only a trusted provider proves an address: an untrusted one's account starts unproven, so a later reset or
+        // email-link sign-in by the address's owner ends every credential on it. Under enumeration protection an
+        // address the provider does not even call verified claims nothing: it neither finds an account (whose existence
+        // `needConfirmation` would reveal) nor gives a new account the address, which its owner could then not sign up with.
+        var vouched = identity
+        if !trusted { vouched.emailVerified = false }
+        if enumerationProtection && !trusted && !identity.emailVerified { vouched.email = nil }
+        let claimed = vouched
         let store = store
         let outcome = try await offload {
-            try store.signIn(with: identity, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
+            try store.signIn(with: claimed, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
         }
         guard !outcome.needsConfirmation else {
             return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: nil)

@@ -17,6 +17,8 @@ public final class ProvidersService: Sendable, AccountOwnership {
     let apiKey: String
     /// Emulator mode: any provider, with the Firebase emulator's unsigned assertions.
     let emulatorMode: Bool
+    /// `server.enumerationProtection`: an unvouched address claims no account (`signInWithIdp`).
+    let enumerationProtection: Bool
     /// The configured providers (`providers:`).
     let providers: HeraldConfiguration.Providers
     let sessions: SessionsService
@@ -36,6 +38,7 @@ public final class ProvidersService: Sendable, AccountOwnership {
         ownsAccounts = parts.ownsAccounts
         apiKey = parts.configuration.project.apiKey
         emulatorMode = parts.configuration.server.emulatorMode
+        enumerationProtection = parts.configuration.server.enumerationProtection
         providers = parts.configuration.providers
         sessions = parts.sessions
         refusals = parts.refusals

@@ -65,11 +65,13 @@ extension Account {
         emailVerified = true
     }
 
-    /// A reset sets the password, proves the address and ends every earlier session.
+    /// A reset sets the password, proves the address and ends every earlier session. Proving an address that was
+    /// unproven also unlinks every identity provider (`dropUnprovenProviders`).
     ///
     /// - Throws: `USER_DISABLED`.
     public mutating func applyPasswordReset(passwordHash hash: String, now: Date) throws {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
+        if !emailVerified { dropUnprovenProviders() }
         passwordHash = hash
         emailVerified = true
         endSessions(at: now)
@@ -77,13 +79,15 @@ extension Account {
     }
 
     /// Email-link sign-in proves the address. Signing in to the address's existing account
-    /// (`ownsAddress`) drops a password set by someone who never proved they own it, with its sessions.
+    /// (`ownsAddress`) while its address was unproven drops every credential someone who never proved they own it
+    /// could have added — the password and the linked identity providers — and ends every earlier session.
     ///
     /// - Throws: `USER_DISABLED`.
     public mutating func applyEmailLinkSignIn(now: Date, ownsAddress: Bool) throws {
         guard !disabled else { throw HeraldError(.userDisabled, "") }
-        if ownsAddress && !emailVerified && passwordHash != nil {
+        if ownsAddress && !emailVerified {
             passwordHash = nil
+            dropUnprovenProviders()
             endSessions(at: now)
         }
         emailVerified = true
@@ -110,6 +114,14 @@ extension Account {
         email = newEmail
         emailVerified = false
         endSessions(at: now)
+    }
+
+    /// An address proven by its mailbox (a reset, an email-link sign-in, a trusted provider's take-over) after it
+    /// was unproven: every identity provider linked meanwhile goes, since anyone could have linked their own to an
+    /// account holding someone else's address; `keeping` is the provider doing the proving. The password is the
+    /// caller's to drop or replace; the sign-in methods "password" and "emailLink" stay.
+    public mutating func dropUnprovenProviders(keeping proving: String? = nil) {
+        providers.removeAll { $0 != "password" && $0 != "emailLink" && $0 != proving }
     }
 
     /// Ends every session issued before `date`: ID and refresh tokens issued earlier fail. Never moves

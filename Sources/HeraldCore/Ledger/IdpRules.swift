@@ -67,10 +67,12 @@ extension Account {
     }
 
     /// A trusted provider vouches for an address this account never proved: the provider takes the account
-    /// over. The password (which anyone could have set) is dropped and every session ends.
+    /// over. The password and every other provider (which anyone could have set or linked) are dropped and every
+    /// session ends.
     public mutating func takeOver(by identity: FederatedIdentity, now: Date) {
         passwordHash = nil
         providers.removeAll { $0 == "password" }
+        dropUnprovenProviders(keeping: identity.providerId)
         emailVerified = true
         endSessions(at: now)
         link(identity, now: now)

@@ -11,7 +11,7 @@ extension IdentityToolkitController {
             IdpSignInRequest(
                 postBody: body.postBody, requestUri: body.requestUri, idToken: body.idToken, sessionId: body.sessionId,
                 visitor: context.visitor(of: request)))
-        return IdpReply(result)
+        return IdpReply(result, hidingAccount: configuration.server.enumerationProtection)
     }
 }
 
@@ -37,7 +37,9 @@ struct IdpReply: ResponseEncodable {
     let kind = "identitytoolkit#VerifyAssertionResponse"
     let providerId: String
     let federatedId: String
-    let localId: String
+    /// Absent from a `needConfirmation` answer under enumeration protection, with the account's verification state and
+    /// providers: the answer then says only that the user must sign in another way, nothing about the account.
+    let localId: String?
     let email: String?
     let emailVerified: Bool
     let displayName: String?
@@ -55,14 +57,16 @@ struct IdpReply: ResponseEncodable {
     let refreshToken: String?
     let expiresIn: String?
 
-    init(_ result: IdpSignInResult) {
+    init(_ result: IdpSignInResult, hidingAccount: Bool) {
         let identity = result.identity
         let account = result.outcome.account
+        let hidden = hidingAccount && result.outcome.needsConfirmation
         providerId = identity.providerId
         federatedId = identity.rawId
-        localId = account.uid
+        localId = hidden ? nil : account.uid
         email = identity.email
-        emailVerified = identity.email != nil && identity.email == account.email ? account.emailVerified : identity.emailVerified
+        emailVerified =
+            !hidden && identity.email != nil && identity.email == account.email ? account.emailVerified : identity.emailVerified
         displayName = identity.displayName
         fullName = identity.displayName
         photoUrl = identity.photoURL
@@ -72,7 +76,8 @@ struct IdpReply: ResponseEncodable {
         oauthAccessToken = result.assertion.accessToken
         oauthTokenSecret = result.assertion.oauthTokenSecret
         needConfirmation = result.outcome.needsConfirmation ? true : nil
-        verifiedProvider = result.outcome.needsConfirmation ? account.providers.filter { $0 != "password" && $0 != "phone" } : nil
+        verifiedProvider =
+            result.outcome.needsConfirmation && !hidden ? account.providers.filter { $0 != "password" && $0 != "phone" } : nil
         isNewUser = result.outcome.isNewUser ? true : nil
         idToken = result.session?.idToken
         refreshToken = result.session?.refreshToken

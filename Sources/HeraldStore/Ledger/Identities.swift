@@ -30,7 +30,15 @@ extension LedgerEngine {
                 try Self.insertIdentity(db, identity, uid: account.uid, now: now)
             case .link(let uid), .takeOver(let uid):
                 account = try found(uid)
-                if case .takeOver = decision { account.takeOver(by: identity, now: now) } else { account.link(identity, now: now) }
+                if case .takeOver = decision {
+                    account.takeOver(by: identity, now: now)
+                    // Another user of the same provider linked while the address was unproven goes too.
+                    try db.execute(
+                        "DELETE FROM federated_identities WHERE uid = ? AND provider_id = ? AND raw_id <> ?",
+                        [uid, identity.providerId, identity.rawId])
+                } else {
+                    account.link(identity, now: now)
+                }
                 try Self.update(db, account, now: now)
                 try Self.insertIdentity(db, identity, uid: account.uid, now: now)
             case .needConfirmation(let uid):
