@@ -562,3 +562,9 @@ def json_log_records(stderr: str, process: str) -> list:
         assert record["level"] in {"trace", "debug", "info", "notice", "warning", "error", "critical"}
         assert isinstance(record["metadata"], dict)
     return records
+
+
+def remount_tmpfs(directory: Path, size: str) -> None:
+    """Grows (or shrinks) the tmpfs mounted on `directory` (by mount_tmpfs) to `size`, keeping its files."""
+    result = _run_quiet(["mount", "-o", f"remount,size={size}", str(directory)])
+    assert result.returncode == 0, f"cannot remount {directory} with size={size}: {(result.stderr or result.stdout).strip()}"
