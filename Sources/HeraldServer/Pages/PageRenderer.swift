@@ -68,21 +68,39 @@ extension PageRenderer {
     func page(
         _ kind: Kind, _ lang: String?, _ message: String? = nil, _ status: HTTPResponse.Status = .ok, form: PageForm? = nil
     ) -> Response {
-        Self.response(html: render(kind, lang: lang, message: message, form: form), status: status)
+        Self.response(html: render(kind, lang: lang, message: message, form: form), status: status, continuingTo: form?.continueUrl)
     }
 
-    /// An HTML page as a response, with the pages' headers.
-    static func response(html: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    /// An HTML page as a response, with the pages' headers. `continuingTo`: the (authorized) continue URL the page's
+    /// form redirects to once it is done, whose origin `form-action` must then allow — browsers apply it to the
+    /// redirect after the submission too, and a page that may not redirect leaves the user on the form.
+    static func response(html: String, status: HTTPResponse.Status = .ok, continuingTo continueURL: String? = nil) -> Response {
+        var headers = headers
+        if let origin = continueURL.flatMap({ Self.origin(of: $0) }) {
+            headers[.contentSecurityPolicy] = policy(formAction: "'self' \(origin)")
+        }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
     }
 
     /// No caching, no framing, no referrer, and a CSP that allows only the page's own inline style and forms.
     static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-        .contentSecurityPolicy:
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentSecurityPolicy: policy(formAction: "'self'"),
         .init("Referrer-Policy")!: "no-referrer", .init("X-Frame-Options")!: "DENY",
     ]
+
+    static func policy(formAction: String) -> String {
+        "default-src 'none'; style-src 'unsafe-inline'; form-action \(formAction); base-uri 'none'; frame-ancestors 'none'"
+    }
+
+    /// `scheme://host[:port]` of an http(s) URL, built from its parsed parts (nothing else of it reaches the header).
+    static func origin(of url: String) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            let host = parts.host, !host.isEmpty,
+            host.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "-.:[]".unicodeScalars.contains($0) })
+        else { return nil }
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (parts.port.map { ":\($0)" } ?? "")
+    }
 }
 
 /// The hidden fields of a page's form, and what the page shows about the link.
