@@ -186,6 +186,7 @@ class OIDCIssuer(_LoopbackPeer):
 
     Knobs for failure tests (they take effect at once):
       * `jwks_status`: answer /jwks with this status instead of the key set (an outage); None = normal.
+      * `jwks_delay`: seconds /jwks waits before it answers (a provider that hangs); 0 = none.
       * `jwks_max_age`: the `Cache-Control: public, max-age=N` sent with /jwks; None = no header.
     Logs: `requests` is a list of (method, path-with-query); `jwks_requests` counts GET /jwks.
 
@@ -219,6 +220,7 @@ class OIDCIssuer(_LoopbackPeer):
         self.client_secret = client_secret or secrets.token_urlsafe(24)
         self._keys: list = [_SigningKey(self._new_kid(), new_rsa_key())]
         self.jwks_status: Optional[int] = None
+        self.jwks_delay: float = 0
         self.jwks_max_age: Optional[int] = 3600
         self.requests: list = []
         self.approve_as: Union[dict, str, None] = None
@@ -395,6 +397,8 @@ class OIDCIssuer(_LoopbackPeer):
         elif h.command not in ("GET", "HEAD"):
             h.reply(405, {"error": "method not allowed"}, {"Allow": "GET"})
         elif path == "/jwks":
+            if self.jwks_delay:
+                time.sleep(self.jwks_delay)
             if self.jwks_status is not None:
                 h.reply(self.jwks_status, {"error": "jwks unavailable"})
                 return

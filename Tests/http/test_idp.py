@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import jwt
 import requests
 
 from helpers import API_KEY, herald_env, query
-from http_support import assert_error, ok, unique_email
+from http_support import assert_error, error_code, ok, unique_email
 from idp_peers import new_rsa_key
 
 PASSWORD = "idp-password-1"
@@ -302,3 +304,31 @@ def test_under_enumeration_protection_need_confirmation_reveals_nothing_and_unvo
     assert srv.sign_up(other, PASSWORD)["localId"] != made["localId"], "the unvouched address was taken"
     unvouched_existing = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-v", email=email, email_verified=False)))
     assert "needConfirmation" not in unvouched_existing and unvouched_existing["localId"] != existing["localId"]
+
+
+# --------------------------------------------------------------------------- the provider's keys
+def test_a_hanging_key_endpoint_stalls_no_one_else_and_is_asked_once(server, oidc_issuer):
+    """40 sign-ins from one client against a provider whose JWKS endpoint hangs: one fetch in flight, on a thread
+    of its own, so another client's sign-up is answered at once."""
+    srv = oidc_server(server, oidc_issuer)
+    oidc_issuer.jwks_delay = 8
+    tokens = [oidc_issuer.id_token(f"sub-hang-{i}", email=unique_email("hang")) for i in range(40)]
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        pending = [pool.submit(idp, srv, "oidc.acme", id_token=token) for token in tokens]
+        time.sleep(1)  # the sign-ins are waiting for the keys
+        started = time.monotonic()
+        other = srv.post("accounts:signUp", {"email": unique_email("bystander"), "password": PASSWORD, "returnSecureToken": True})
+        took = time.monotonic() - started
+        assert other.status_code == 200 and took < 2, f"another client's sign-up took {took:.1f} s while the keys hung"
+        answers = [future.result(timeout=60) for future in pending]
+    assert oidc_issuer.jwks_requests == 1, f"{oidc_issuer.jwks_requests} fetches of one provider's keys"
+    assert all(resp.status_code in (400, 503) for resp in answers), {resp.status_code for resp in answers}
+
+
+def test_a_failing_key_endpoint_is_asked_once_per_backoff_and_counts_against_the_client(server, oidc_issuer):
+    srv = server(providers={"oidc": {"acme": oidc_issuer.herald_provider()}}, limits={"ipSignInFailuresPerHour": 5})
+    oidc_issuer.jwks_status = 500
+    codes = [error_code(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token(f"s{i}", email=unique_email("fail"))))
+             for i in range(12)]
+    assert oidc_issuer.jwks_requests <= 2, f"{oidc_issuer.jwks_requests} fetches for 12 sign-ins"
+    assert codes[-1] == "TOO_MANY_ATTEMPTS_TRY_LATER", codes

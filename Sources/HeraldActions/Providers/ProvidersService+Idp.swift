@@ -57,7 +57,8 @@ extension ProvidersService {
         do {
             assertion = try openHandlerAssertion(received, sessionId: request.sessionId, now: now)
             (identity, rawUserInfo, trusted) = try await verify(assertion)
-        } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce].contains(error.code) {
+        } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce, .unavailable].contains(error.code) {
+            // A provider whose keys cannot be fetched counts too: each such sign-in may have cost a fetch.
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }
             throw error
         }
