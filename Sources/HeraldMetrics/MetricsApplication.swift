@@ -14,7 +14,8 @@ extension HeraldMetrics {
         onListening: @escaping @Sendable (Int) -> Void
     ) -> some ApplicationProtocol {
         let router = Router()
-        let controller = MetricsController<BasicRequestContext>(token: configuration.server.metricsToken, counts: counts, logger: logger)
+        let controller = MetricsController<BasicRequestContext>(
+            token: configuration.server.metricsToken, counts: counts, logger: logger, gaugeInterval: configuration.server.metricsGaugeInterval)
         router.addRoutes(controller.routes)
         let worker = configuration.worker
         return Application(

@@ -52,7 +52,8 @@ public enum HeraldServer {
         router.addRoutes(SuppressionsController(configuration: configuration, feedback: actions.feedback).routes, atPath: "admin")
         router.addRoutes(EmulatorController(configuration: configuration, sending: actions.sending).routes, atPath: "emulator/v1")
         let metrics = MetricsController<HeraldRequestContext>(
-            token: configuration.server.metricsToken, counts: { try await actions.reports.outboxCounts() }, logger: logger)
+            token: configuration.server.metricsToken, counts: { try await actions.reports.outboxCounts() }, logger: logger,
+            gaugeInterval: configuration.server.metricsGaugeInterval)
         router.addRoutes(metrics.routes)
         router.addRoutes(OpenAPIController().routes)
         let ledger = actions.ledger

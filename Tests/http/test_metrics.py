@@ -7,6 +7,8 @@ server, API calls over loopback, codes redeemed and refused.
 
 from __future__ import annotations
 
+import time
+
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
@@ -53,7 +55,7 @@ def reset_code_for(srv, email: str) -> str:
 
 # --------------------------------------------------------------------------- metrics
 def test_sends_api_requests_and_latencies_move_with_real_mail(server):
-    srv = server()
+    srv = server(server={"metricsGaugeInterval": "0s"})
     emails = [unique_email(f"metrics-send{i}") for i in range(3)]
     for email in emails:
         srv.sign_up(email, PASSWORD)
@@ -105,7 +107,7 @@ def test_redemptions_and_refused_codes_are_counted_by_outcome_and_status(server)
 
 
 def test_queue_depth_follows_queued_rows_and_unrouted_requests_are_counted(server):
-    srv = server("--no-worker")
+    srv = server("--no-worker", server={"metricsGaugeInterval": "0s"})
     emails = [unique_email(f"metrics-queue{i}") for i in range(2)]
     for email in emails:
         srv.sign_up(email, PASSWORD)
@@ -166,3 +168,17 @@ def test_json_logs_are_one_object_per_line_with_stable_keys_and_no_secrets(serve
     assert any(r["message"].startswith("worker finished") for r in records), stderr
     for secret in (code, link, PASSWORD, NEW_PASSWORD, srv.settings["server"]["adminToken"]):
         assert secret not in stderr
+
+
+def test_the_outbox_gauges_are_counted_once_per_interval_however_often_they_are_scraped(server):
+    """Counting the outbox reads the whole table: scrapes within `server.metricsGaugeInterval` of the last count
+    answer with the gauges as they are, so many scrapers cost one count per interval."""
+    srv = server("--no-worker", server={"metricsGaugeInterval": "2s"})
+    email = unique_email("metrics-interval")
+    srv.sign_up(email, PASSWORD)
+    assert value(scrape(srv.url), "herald_outbox_messages", state="queued", action="reset-password") == 0
+    ok(srv.send_oob("PASSWORD_RESET", email))
+    assert value(scrape(srv.url), "herald_outbox_messages", state="queued", action="reset-password") == 0, \
+        "counted again within the interval"
+    time.sleep(2.2)
+    assert value(scrape(srv.url), "herald_outbox_messages", state="queued", action="reset-password") == 1

@@ -106,16 +106,16 @@ def db_path(tmp_path: Path) -> Path:
     return Path(tmp_path) / DB_NAME
 
 
-def write_config(tmp_path: Path, server: Optional[CaptureServer] = None, *,
+def write_config(tmp_path: Path, capture: Optional[CaptureServer] = None, /, *,
                  name: str = "herald.yaml", **overrides: Any) -> Path:
     """Write tmp_path/<name> from DEFAULT_CONFIG with database.path in tmp_path,
-    smtp.url pointing at `server` (if given), then `overrides` deep-merged, e.g.
-    ``write_config(tmp_path, server, worker={"maxAttempts": 1})``."""
+    smtp.url pointing at the `capture` server (if given), then `overrides` deep-merged, e.g.
+    ``write_config(tmp_path, capture, worker={"maxAttempts": 1})`` (``server={...}`` is the config's section)."""
     tmp_path = Path(tmp_path)
     config = deep_merge(DEFAULT_CONFIG, {"database": {"path": str(db_path(tmp_path))},
                                          "templates": {"directory": str(REPO_ROOT / "templates")}})
-    if server is not None:
-        config["smtp"]["url"] = f"smtp://127.0.0.1:{server.port}"
+    if capture is not None:
+        config["smtp"]["url"] = f"smtp://127.0.0.1:{capture.port}"
     config = deep_merge(config, overrides)
     path = tmp_path / name
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")

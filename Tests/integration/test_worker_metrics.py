@@ -39,7 +39,8 @@ def value(samples: dict, name: str, **labels) -> float:
 
 def test_worker_metrics_follow_the_mail_it_sends(herald, capture, tmp_path):
     port = free_port()
-    config = write_config(tmp_path, capture, worker={"pollInterval": "50ms", "metricsPort": port})
+    config = write_config(tmp_path, capture, worker={"pollInterval": "50ms", "metricsPort": port},
+                          server={"metricsGaugeInterval": "0s"})
     for i in range(3):
         herald.send("verify-email", f"single{i}@x.test", config=config)
     csv = tmp_path / "recipients.csv"
@@ -90,8 +91,9 @@ def test_refusals_count_by_outcome_and_reply_class(herald, start_capture, tmp_pa
     capture = start_capture(script=["1:451:4.3.0 Try again", "rcpt=soft:451:4.2.1 Mailbox busy",
                                     "rcpt=bad:550:5.1.1 No such user"])
     port = free_port()
-    config = write_config(tmp_path, capture, worker={"pollInterval": "50ms", "metricsPort": port, "maxAttempts": 2,
-                                                     "backoffBase": "1s", "backoffCap": "2s"})
+    config = write_config(tmp_path, capture, server={"metricsGaugeInterval": "0s"},
+                          worker={"pollInterval": "50ms", "metricsPort": port, "maxAttempts": 2,
+                                  "backoffBase": "1s", "backoffCap": "2s"})
     ids = {name: herald.send("verify-email", f"{name}@x.test", config=config) for name in ("ok", "soft", "bad")}
 
     worker = herald.start("worker", config=config, name="worker")

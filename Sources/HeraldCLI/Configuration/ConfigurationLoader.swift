@@ -115,6 +115,7 @@ struct ConfigurationParser {
         }
         c.log.format = HeraldConfiguration.Log.Format(rawValue: format)!
         c.server.metricsToken = try await text("server.metricsToken", c.server.metricsToken, secret: true) { _ in nil }
+        c.server.metricsGaugeInterval = try await duration("server.metricsGaugeInterval", c.server.metricsGaugeInterval, positive: false)
         c.worker.metricsHost = try await text("worker.metricsHost", c.worker.metricsHost) { $0.isEmpty ? "must not be empty" : nil }
         c.worker.metricsPort = try await number("worker.metricsPort", c.worker.metricsPort, in: 0...65535)
     }

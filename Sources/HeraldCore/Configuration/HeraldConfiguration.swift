@@ -129,6 +129,9 @@ public struct HeraldConfiguration: Sendable {
         /// `Authorization: Bearer <metricsToken>` is required for `/metrics` (here and on the worker's metrics port)
         /// when set; empty serves it to anyone who can reach the port.
         public var metricsToken = ""
+        /// How often `/metrics` counts the outbox for its gauges (a read of the whole table): a scrape within this
+        /// long of the last count answers with the gauges as they are; 0 counts on every scrape.
+        public var metricsGaugeInterval: TimeInterval = 10
         public init() {}
     }
 
