@@ -9,7 +9,8 @@ import Testing
 @Suite struct AsyncSendTests {
     @Test(arguments: TestLedger.available)
     func anAppsSendsAreQueuedThrottledAndSilencedAsTheBlockingSendDoes(_ ledger: TestLedger) async throws {
-        let rulebook = try Rulebook(ledger: ledger)
+        // A cooldown no run outlasts: the whole suite shares two cores, and a minute between two awaits is possible.
+        let rulebook = try Rulebook(ledger: ledger) { $0.policy.cooldown = 3600 }
         #expect(rulebook.store.suspendsDurableWrites == ledger.suspends)
         _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
         let reset = SendRequest(kind: .resetPassword, email: "ada@example.com")
