@@ -270,6 +270,8 @@ struct ConfigurationParser {
         c.server.maxConnections = try await number("server.maxConnections", c.server.maxConnections, in: 0...1_000_000)
         c.server.maxConnectionsPerClient = try await number(
             "server.maxConnectionsPerClient", c.server.maxConnectionsPerClient, in: 0...1_000_000)
+        c.server.maxRequestsPerClient = try await number(
+            "server.maxRequestsPerClient", c.server.maxRequestsPerClient, in: 0...1_000_000)
         c.server.idleTimeout = try await duration("server.idleTimeout", c.server.idleTimeout, positive: true)
         c.server.headerTimeout = try await duration("server.headerTimeout", c.server.headerTimeout, positive: true)
         c.server.bodyTimeout = try await duration("server.bodyTimeout", c.server.bodyTimeout, positive: true)
