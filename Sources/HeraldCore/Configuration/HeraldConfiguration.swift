@@ -97,7 +97,8 @@ public struct HeraldConfiguration: Sendable {
         public var host = "127.0.0.1"
         /// 0 picks a free port (printed on start-up).
         public var port = 9099
-        /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them.
+        /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them. At least 32 bytes of 8 or
+        /// more different characters (the loader refuses weaker ones).
         public var adminToken = ""
         /// Accept the Admin SDKs' emulator credential `Bearer owner`, from loopback only.
         public var allowEmulatorOwner = false
