@@ -37,6 +37,8 @@ public final class Actions: Sendable {
     public let feedback: FeedbackService
     public let webhooks: WebhooksService
     public let console: ConsoleService
+    /// The admin token, for admin calls and the console's sign-in.
+    public let adminToken: AdminTokenCheck
     /// Whether the ledger takes writes (`/health` asks while requests find it unavailable).
     public let ledger: any LedgerProbe
 
@@ -49,9 +51,10 @@ public final class Actions: Sendable {
         let refusals = RefusalCounter(store: store, logger: logger)
         let sessions = SessionsService(configuration: configuration, store: store)
         let links = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
+        let limiters = ClientLimiters(configuration.limits)
         let parts = ServiceParts(
             configuration: configuration, store: store, messageDomain: String(composer.from.address.domain), logger: logger,
-            queued: queued, refusals: refusals, sessions: sessions, limiters: ClientLimiters(configuration.limits),
+            queued: queued, refusals: refusals, sessions: sessions, limiters: limiters,
             codes: ListedCodes(store: store, links: links, configuration: configuration))
         let secret = configuration.server.tokenSecret
         let key = secret.isEmpty ? SymmetricKey(size: .bits256) : SymmetricKey(data: SHA256.hash(data: Data(secret.utf8)))
@@ -67,6 +70,8 @@ public final class Actions: Sendable {
         feedback = FeedbackService(parts, composer: composer)
         webhooks = WebhooksService(store: store, configuration: configuration.webhooks)
         console = ConsoleService(parts, composer: composer, testSend: testSend)
+        adminToken = AdminTokenCheck(
+            token: configuration.server.adminToken, failures: limiters.adminTokenFailures, refusals: refusals)
         ledger = store
     }
 

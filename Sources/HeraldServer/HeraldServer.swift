@@ -32,24 +32,28 @@ public enum HeraldServer {
         router.add(middleware: UnroutedMiddleware(routes: known))
         let toolkit = IdentityToolkitController(
             configuration: configuration, sending: actions.sending, redemption: actions.redemption, accounts: actions.accounts,
-            sessions: actions.sessions, providers: actions.providers)
+            sessions: actions.sessions, providers: actions.providers, adminToken: actions.adminToken)
         for family in IdentityToolkitController.pathFamilies {
             router.addRoutes(toolkit.routes, atPath: family)
         }
         for family in IdentityToolkitController.legacyFamilies {
             router.addRoutes(toolkit.legacyRoutes, atPath: family)
         }
-        router.addRoutes(SecureTokenController(configuration: configuration, sessions: actions.sessions).routes)
+        router.addRoutes(SecureTokenController(configuration: configuration, sessions: actions.sessions, adminToken: actions.adminToken).routes)
         router.addRoutes(PublicKeysController(tokens: tokens).routes)
         router.addRoutes(ActionPagesController(configuration: configuration, redemption: actions.redemption, pages: pages).routes)
         router.addRoutes(UnsubscribeController(feedback: actions.feedback, pages: pages).routes)
         router.addRoutes(try SignInHandlerController(configuration: configuration, providers: actions.providers, pages: pages).routes)
         let console = ConsoleController(
             configuration: configuration, console: actions.console, campaigns: actions.campaigns, reports: actions.reports,
-            sending: actions.sending)
+            sending: actions.sending, adminToken: actions.adminToken)
         router.addRoutes(console.routes, atPath: "admin")
-        router.addRoutes(AdminController(configuration: configuration, sending: actions.sending, reports: actions.reports).routes, atPath: "admin")
-        router.addRoutes(SuppressionsController(configuration: configuration, feedback: actions.feedback).routes, atPath: "admin")
+        router.addRoutes(
+            AdminController(
+                configuration: configuration, sending: actions.sending, reports: actions.reports, adminToken: actions.adminToken
+            ).routes, atPath: "admin")
+        router.addRoutes(
+            SuppressionsController(configuration: configuration, feedback: actions.feedback, adminToken: actions.adminToken).routes, atPath: "admin")
         router.addRoutes(EmulatorController(configuration: configuration, sending: actions.sending).routes, atPath: "emulator/v1")
         let metrics = MetricsController<HeraldRequestContext>(
             token: configuration.server.metricsToken, counts: { try await actions.reports.outboxCounts() }, logger: logger,

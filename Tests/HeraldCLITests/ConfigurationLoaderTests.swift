@@ -97,6 +97,18 @@ import Testing
         #expect(try await load("smtp: {dataTimeout: 60s}\nworker: {lease: 5m}").worker.lease == 300)
     }
 
+    @Test func aShortOrRepetitiveAdminTokenStopsStartUpNamingTheKeyAndTheMinimum() async throws {
+        for weak in ["a", "test-admin-token", String(repeating: "ab", count: 20)] {
+            let message = try #require(await problem("server: {adminToken: \"\(weak)\"}"))
+            #expect(message.contains("server.adminToken") && message.contains("at least 32 bytes"), "\(message)")
+            #expect(!message.contains(weak) || weak == "a", "the token itself is never shown: \(message)")
+            #expect(!message.contains("\n"))
+        }
+        let strong = "3f9c1d7e5a2b8c4d6e0f1a2b3c4d5e6f"
+        #expect(try await load("server: {adminToken: \"\(strong)\"}").server.adminToken == strong)
+        #expect(try await load("server: {adminToken: \"\"}").server.adminToken == "")
+    }
+
     @Test func missingFileIsAClearError() async {
         let message =
             await {

@@ -1,8 +1,9 @@
 """The sign-in form and the overview's worker check, each against a server of its own.
 
 Guessing the admin token through the console's sign-in form: wrong tokens count against the client's network
-like failed password sign-ins (`limits.ipSignInFailuresPerHour`), and once the network is locked out even the
-right token is refused with 429 until the hour refills."""
+like failed password sign-ins (`limits.ipSignInFailuresPerHour`, in one count with wrong bearer tokens), and once
+the network is locked out wrong tokens get 429; the right token still signs in, so guessing from a network never
+locks the operator out."""
 
 from __future__ import annotations
 
@@ -43,10 +44,16 @@ def test_wrong_tokens_lock_the_network_out_of_the_sign_in_form(strict_server):
     for _ in range(FAILURES_ALLOWED):
         resp = attempt("not-the-token")
         assert resp.status_code == 401, show(resp)
-    locked = attempt(ADMIN_TOKEN)
+    locked = attempt("not-the-token-either")
     assert locked.status_code == 429, show(locked)
-    assert SESSION_COOKIE not in set_cookies(locked), "a locked-out network must not get a session"
+    assert SESSION_COOKIE not in set_cookies(locked), "a wrong token never gets a session"
     assert 'id="error"' in locked.text
+    # Wrong bearer tokens count in the same bucket: it is still locked.
+    assert strict_server.admin("accounts:lookup", {"email": ["x@example.com"]}, token="guess").status_code == 429
+    # The right token signs in from the locked-out network.
+    signed_in = attempt(ADMIN_TOKEN)
+    assert signed_in.status_code == 303, show(signed_in)
+    assert SESSION_COOKIE in set_cookies(signed_in)
 
 
 @pytest.fixture

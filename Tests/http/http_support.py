@@ -28,7 +28,7 @@ from helpers import (
 )
 
 PROJECT = "herald-demo"
-ADMIN_TOKEN = "test-admin-token-7f3c"
+ADMIN_TOKEN = "test-admin-token-7f3c-0b5e9a41d62c8e37"
 HTTP_TIMEOUT = 10  # seconds, every HTTP call
 START_TIMEOUT = 30  # seconds until READY
 STOP_TIMEOUT = 20  # seconds from SIGTERM to exit

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldMail
 import HeraldStore
 
-/// What the `/admin` console reads and does beyond the reports: its sign-in, message search and history, recent
+/// What the `/admin` console reads and does beyond the reports: message search and history, recent
 /// sends, the workers' status, template previews and test messages.
 ///
 /// ```swift
@@ -15,9 +15,6 @@ public final class ConsoleService: Sendable {
     let configuration: HeraldConfiguration
     /// Renders template previews and test messages; the worker holds its own.
     let composer: MessageComposer
-    let refusals: RefusalCounter
-    /// Wrong admin tokens at the sign-in form per client network (`limits.ipSignInFailuresPerHour`).
-    let consoleFailures: ClientLimiter
     /// Takes a test message to the relay now and returns its answer (the worker's `SingleDelivery`).
     let testSend: @Sendable (MessageComposer.Composed) throws -> DeliveryResult
 
@@ -28,30 +25,10 @@ public final class ConsoleService: Sendable {
         configuration = parts.configuration
         self.composer = composer
         self.testSend = testSend
-        refusals = parts.refusals
-        consoleFailures = parts.limiters.consoleFailures
     }
 }
 
 extension ConsoleService {
-    /// Checks a console sign-in's admin token, counting failures per client network as password sign-ins do
-    /// (`limits.ipSignInFailuresPerHour`, in a count of its own), so the form cannot be used to guess the token.
-    /// A request without a client address counts in one shared bucket.
-    ///
-    /// - Throws: `TOO_MANY_ATTEMPTS_TRY_LATER` while the client's network is locked out; `INVALID_LOGIN_CREDENTIALS`
-    ///   for a wrong token (or none configured).
-    public func checkAdminToken(_ presented: String, clientIP: String?, now: Date = Date()) throws {
-        let client = clientIP.flatMap { IPNetwork.client($0)?.description } ?? "unknown"
-        if !consoleFailures.allows(client, now: now) {
-            throw refusals.refused(LimitRefusal(counter: "console-ip", key: client, error: AccountsService.lockedOut), now: now)
-        }
-        let token = configuration.server.adminToken
-        guard !token.isEmpty, Secret.equal(presented, token) else {
-            _ = consoleFailures.take(client, now: now)
-            throw HeraldError(.invalidLoginCredentials, "not the admin token")
-        }
-    }
-
     /// Outbox rows matching `search`, newest first, at most `limit`.
     public func searchMessages(_ search: MessageSearch, limit: Int = 200) throws -> [OutboxMessage] {
         try store.searchMessages(search, limit: max(1, min(limit, 10_000)))

@@ -14,9 +14,9 @@ struct ClientLimiters: Sendable {
     /// (`limits.ipSignInFailuresPerHour`): password guessing.
     let accountFailures: ClientLimiter
     let clientFailures: ClientLimiter
-    /// Wrong admin tokens at the console's sign-in form per client network (`limits.ipSignInFailuresPerHour`),
-    /// apart from the users' sign-ins so neither locks the other out.
-    let consoleFailures: ClientLimiter
+    /// Wrong admin tokens (bearer or the console's sign-in form) per client network
+    /// (`limits.ipSignInFailuresPerHour`), apart from the users' sign-ins so neither locks the other out.
+    let adminTokenFailures: ClientLimiter
 
     init(_ limits: HeraldConfiguration.Limits) {
         send = ClientLimiter(rules: [
@@ -29,7 +29,7 @@ struct ClientLimiters: Sendable {
         accountFailures = ClientLimiter(
             rules: [.init(capacity: limits.signInFailuresPerAccount, perHour: 4)], keyed: .verbatim)
         clientFailures = ClientLimiter(rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)])
-        consoleFailures = ClientLimiter(
+        adminTokenFailures = ClientLimiter(
             rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)], keyed: .verbatim)
     }
 }

@@ -60,6 +60,17 @@ public enum ConfigurationLoader {
         }
     }
 
+    /// Why an admin token is too weak to guard admin calls, if it is: shorter than 32 bytes, or of fewer than 8
+    /// different characters (`aaaa…`, `abab…`). Empty is fine: it disables admin calls.
+    static func adminTokenProblem(_ token: String) -> String? {
+        guard !token.isEmpty else { return nil }
+        guard token.utf8.count >= 32, Set(token.utf8).count >= 8 else {
+            return "must be at least 32 bytes of 8 or more different characters, such as the output of "
+                + "`openssl rand -hex 32` (or empty to disable admin calls)"
+        }
+        return nil
+    }
+
     static func oneLine(_ error: any Error) -> String {
         "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
     }
@@ -250,7 +261,7 @@ struct ConfigurationParser {
         }
         c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
         c.server.port = try await number("server.port", c.server.port, in: 0...65535)
-        c.server.adminToken = try await text("server.adminToken", c.server.adminToken, secret: true) { _ in nil }
+        c.server.adminToken = try await text("server.adminToken", c.server.adminToken, secret: true, check: ConfigurationLoader.adminTokenProblem)
         c.server.allowEmulatorOwner = try await flag("server.allowEmulatorOwner", c.server.allowEmulatorOwner)
         c.server.emulatorMode = try await flag("server.emulatorMode", c.server.emulatorMode)
         c.server.enumerationProtection = try await flag("server.enumerationProtection", c.server.enumerationProtection)
@@ -271,6 +282,8 @@ struct ConfigurationParser {
         c.server.maxConnections = try await number("server.maxConnections", c.server.maxConnections, in: 0...1_000_000)
         c.server.maxConnectionsPerClient = try await number(
             "server.maxConnectionsPerClient", c.server.maxConnectionsPerClient, in: 0...1_000_000)
+        c.server.maxRequestsPerClient = try await number(
+            "server.maxRequestsPerClient", c.server.maxRequestsPerClient, in: 0...1_000_000)
         c.server.idleTimeout = try await duration("server.idleTimeout", c.server.idleTimeout, positive: true)
         c.server.headerTimeout = try await duration("server.headerTimeout", c.server.headerTimeout, positive: true)
         c.server.bodyTimeout = try await duration("server.bodyTimeout", c.server.bodyTimeout, positive: true)

@@ -97,7 +97,8 @@ public struct HeraldConfiguration: Sendable {
         public var host = "127.0.0.1"
         /// 0 picks a free port (printed on start-up).
         public var port = 9099
-        /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them.
+        /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them. At least 32 bytes of 8 or
+        /// more different characters (the loader refuses weaker ones).
         public var adminToken = ""
         /// Accept the Admin SDKs' emulator credential `Bearer owner`, from loopback only.
         public var allowEmulatorOwner = false
@@ -116,6 +117,10 @@ public struct HeraldConfiguration: Sendable {
         /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64); further ones
         /// get `429`. Trusted proxies are exempt. 0: no per-client cap.
         public var maxConnectionsPerClient = 128
+        /// Most requests in flight at once from one client across all its connections (read and not yet
+        /// answered); past it, that client's connections are not read until one of its requests is answered.
+        /// Trusted proxies are exempt. 0: no per-client cap.
+        public var maxRequestsPerClient = 16
         /// A connection with no request in progress is closed after this long.
         public var idleTimeout: TimeInterval = 30
         /// A request's head (request line and headers) must arrive within this long of its first byte, else `408`.

@@ -8,7 +8,7 @@ import Hummingbird
 /// ```swift
 /// let toolkit = IdentityToolkitController(
 ///     configuration: configuration, sending: actions.sending, redemption: actions.redemption, accounts: actions.accounts,
-///     sessions: actions.sessions, providers: actions.providers)
+///     sessions: actions.sessions, providers: actions.providers, adminToken: actions.adminToken)
 /// for family in IdentityToolkitController.pathFamilies { router.addRoutes(toolkit.routes, atPath: family) }
 /// for family in IdentityToolkitController.legacyFamilies { router.addRoutes(toolkit.legacyRoutes, atPath: family) }
 /// ```
@@ -19,6 +19,7 @@ struct IdentityToolkitController: Sendable {
     let accounts: AccountsService
     let sessions: SessionsService
     let providers: ProvidersService
+    let adminToken: AdminTokenCheck
 
     /// `/v1/…`, `/identitytoolkit.googleapis.com/v1/…` and their `projects/{project}/` forms.
     static let pathFamilies: [RouterPath] = [
@@ -74,7 +75,9 @@ struct IdentityToolkitController: Sendable {
         routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }
         routes
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
-            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server)))
+            .add(
+                middleware: CallerMiddleware(
+                    apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server, check: adminToken)))
         add(routes)
         return routes
     }

@@ -1,37 +1,45 @@
 import Foundation
+import HeraldActions
 import HeraldCore
 import Hummingbird
 
 /// The administrator's credential: `Authorization: Bearer <server.adminToken>`, or the Admin SDKs'
 /// emulator credential `Bearer owner` from loopback when `server.allowEmulatorOwner` is set (and never
 /// through a proxy on the same host: a request carrying `X-Forwarded-For` or `Forwarded` is not local); for
-/// reading pages and exports, also the `/admin` console's session cookie.
+/// reading pages and exports, also the `/admin` console's session cookie. Wrong bearer tokens count against
+/// the client's network (`AdminTokenCheck`); past the limit they are answered 429, the right one never is.
 struct AdminCredential: Sendable {
-    /// Empty disables admin calls (an empty bearer token never matches).
-    let token: String
+    let check: AdminTokenCheck
     let allowsEmulatorOwner: Bool
     /// The console's sessions, when they may read (`GET`) these routes (the campaign report and the audit
     /// exports); nil elsewhere, and never for a change.
     let sessions: ConsoleSessions?
 
-    init(_ server: HeraldConfiguration.Server, consoleReads: Bool = false) {
-        token = server.adminToken
+    init(_ server: HeraldConfiguration.Server, check: AdminTokenCheck, consoleReads: Bool = false) {
+        self.check = check
         allowsEmulatorOwner = server.allowEmulatorOwner
         sessions = consoleReads ? ConsoleSessions(server) : nil
     }
 
-    /// Whether the request carries the credential.
-    func isPresented(by request: Request, context: HeraldRequestContext) -> Bool {
+    /// Returns when the request carries the credential.
+    ///
+    /// - Throws: `UNAUTHENTICATED` (401) without it; `TOO_MANY_ATTEMPTS_TRY_LATER` (429) for a wrong bearer
+    ///   token once the client's network has presented too many.
+    func authenticate(_ request: Request, context: HeraldRequestContext) throws {
         if let sessions, request.method == .get || request.method == .head,
             sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) != nil
         {
-            return true
+            return
         }
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
-            return false
+            throw FirebaseError.unauthenticated
         }
         let presented = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        if !token.isEmpty, Secret.equal(presented, token) { return true }
-        return allowsEmulatorOwner && presented.lowercased() == "owner" && context.isLocal(request)
+        if allowsEmulatorOwner, presented.lowercased() == "owner", context.isLocal(request) { return }
+        switch check.check(presented, clientIP: context.clientIP) {
+        case .admin: return
+        case .wrong: throw FirebaseError.unauthenticated
+        case .lockedOut: throw FirebaseError.tooManyAdminTokens
+        }
     }
 }

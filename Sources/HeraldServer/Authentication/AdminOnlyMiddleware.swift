@@ -1,3 +1,4 @@
+import HeraldActions
 import HeraldCore
 import Hummingbird
 
@@ -8,7 +9,7 @@ struct AdminOnlyMiddleware: RouterMiddleware {
     func handle(
         _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
     ) async throws -> Response {
-        guard admin.isPresented(by: request, context: context) else { throw FirebaseError.unauthenticated }
+        try admin.authenticate(request, context: context)
         var context = context
         context.caller = .admin
         return try await next(request, context)
@@ -18,9 +19,12 @@ struct AdminOnlyMiddleware: RouterMiddleware {
 extension RouteCollection<HeraldRequestContext> {
     /// A collection for the administrator only, answering errors in Firebase's envelope (the admin API); with
     /// `consoleReads`, the console's session cookie may also `GET` its routes.
-    static func adminOnly(_ server: HeraldConfiguration.Server, consoleReads: Bool = false) -> RouteCollection<HeraldRequestContext> {
+    static func adminOnly(
+        _ configuration: HeraldConfiguration, check: AdminTokenCheck, consoleReads: Bool = false
+    ) -> RouteCollection<HeraldRequestContext> {
         RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
-            .add(middleware: AdminOnlyMiddleware(admin: AdminCredential(server, consoleReads: consoleReads)))
+            .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
+            .add(middleware: AdminOnlyMiddleware(admin: AdminCredential(configuration.server, check: check, consoleReads: consoleReads)))
     }
 }

@@ -17,7 +17,7 @@ struct CallerMiddleware: RouterMiddleware {
         if let authorization = request.headers[.authorization],
             authorization.split(separator: " ", maxSplits: 1).first?.lowercased() == "bearer"
         {
-            guard admin.isPresented(by: request, context: context) else { throw FirebaseError.unauthenticated }
+            try admin.authenticate(request, context: context)
             context.caller = .admin
         } else {
             let key = request.uri.queryParameters.get("key") ?? request.headers[.init("x-goog-api-key")!]

@@ -33,7 +33,8 @@ final class ConnectionAdmission: Sendable {
 
     /// An admitted connection; give it back with `release`.
     struct Ticket: Sendable {
-        fileprivate let client: String?
+        /// The client the connection counts under; nil for a trusted proxy.
+        let client: String?
     }
 
     private struct Counts {

@@ -19,6 +19,13 @@ import NIOHTTPTypes
 /// `RequestProgress`, after the HTTP decoder, tells it where each request stands. A connection that
 /// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed.
 ///
+/// Pipelined requests are taken one at a time, as nginx takes them: the decoder is given the bytes of the next
+/// request's head only once every earlier request is answered, the connection is writable (the client reads
+/// its answers) and the client has fewer than `server.maxRequestsPerClient` requests in flight over all its
+/// connections (`ClientRequestBudget`). Until then the socket is not read, so what a connection holds is one
+/// read of raw bytes (at most 64 KiB), one request and the write buffer's high-water mark of answers, however
+/// much the client sends, and a client pipelining on many connections takes its turn with everyone else.
+///
 /// Every close of the output (Hummingbird's after a parse error or a `Connection: close` answer, and this
 /// handler's own) becomes a lingering close, as RFC 9112 §9.6 describes: what the client still sends is
 /// read and dropped, here before the decoder, so its FIN can arrive, and the connection closes fully
@@ -35,6 +42,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     static let lingerTimeout = TimeAmount.seconds(2)
     /// The same for a connection refused at admission.
     static let refusalLinger = TimeAmount.milliseconds(250)
+    /// Requests of one connection given to the decoder and not yet answered, at most (bodiless ones; the bytes
+    /// after a body come in slices of `bodySlice`, which may hold a few more).
+    static let pipelineDepth = 1
+    /// The most bytes of a body given to the decoder at once.
+    static let bodySlice = 4096
 
     struct Timeouts: Sendable {
         var idle: TimeAmount
@@ -48,6 +60,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeouts: Timeouts
     private let refusal: ConnectionAdmission.Refusal?
+    /// The client's requests in flight over all its connections, and its key there; nil for a trusted proxy.
+    private let budget: (requests: ClientRequestBudget, client: String)?
+    /// Bytes read and not yet given to the decoder (pipelined requests waiting their turn).
+    private var pending: ByteBuffer?
+    /// A read was asked for and held back while the connection waits.
+    private var readHeld = false
+    /// Waiting to be woken by `budget`.
+    private var waitingForBudget = false
     private var phase = Phase.idle
     /// Requests whose head arrived and whose response has not ended.
     private var inFlight = 0
@@ -62,9 +82,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var stall: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
-    init(timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?) {
+    init(timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?, budget: (requests: ClientRequestBudget, client: String)? = nil) {
         self.timeouts = timeouts
         self.refusal = refusal
+        self.budget = budget
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -87,6 +108,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         deadline?.cancel()
         stall?.cancel()
         phase = .closing
+        pending = nil
+        if let budget, inFlight > 0 { budget.requests.ended(budget.client, count: inFlight) }
+        inFlight = 0
         context.fireChannelInactive()
     }
 
@@ -101,12 +125,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head, .body:
             break
         }
-        context.fireChannelRead(data)
+        let bytes = unwrapInboundIn(data)
+        if pending == nil {
+            pending = bytes
+        } else {
+            pending?.writeImmutableBuffer(bytes)
+        }
+        feed(context)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if phase == .closing { context.read() }  // keep draining: nothing downstream asks for reads any more
         context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if phase == .closing || mayRead(context) {
+            context.read()
+        } else {
+            readHeld = true
+        }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -118,6 +156,80 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         context.fireChannelWritabilityChanged()
+        if context.channel.isWritable { resume(context) }
+    }
+
+    // MARK: Pipelined requests, one at a time
+
+    /// Whether the decoder may have the next request's head now (see the type's comment); asks the client's
+    /// budget last, and then waits to be woken if it says no.
+    private func mayBeginRequest(_ context: ChannelHandlerContext) -> Bool {
+        guard inFlight < Self.pipelineDepth, context.channel.isWritable, !waitingForBudget else { return false }
+        guard let budget else { return true }
+        let loop = context.eventLoop
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        if budget.requests.mayStart(budget.client, orWake: { loop.execute { handler.value.budgetFreed() } }) { return true }
+        waitingForBudget = true
+        return false
+    }
+
+    /// Whether to read the socket: only once what was read is with the decoder, and a request could begin
+    /// (or a body is coming).
+    private func mayRead(_ context: ChannelHandlerContext) -> Bool {
+        pending == nil && (readingRequest || (inFlight < Self.pipelineDepth && context.channel.isWritable))
+    }
+
+    /// Gives the decoder what it may have of the bytes read: a body in slices, a head only when a request may begin.
+    /// - Returns: whether anything was given.
+    @discardableResult
+    private func feed(_ context: ChannelHandlerContext) -> Bool {
+        var fed = false
+        while phase != .closing, var bytes = pending {
+            let length: Int
+            if readingRequest {
+                length = min(bytes.readableBytes, Self.bodySlice)
+            } else if mayBeginRequest(context) {
+                length = Self.headLength(in: bytes) ?? bytes.readableBytes
+            } else {
+                break
+            }
+            let slice = bytes.readSlice(length: length)!
+            pending = bytes.readableBytes > 0 ? bytes : nil
+            fed = true
+            context.fireChannelRead(wrapInboundOut(slice))
+        }
+        return fed
+    }
+
+    /// Feeds the decoder what waited and reads again if a read was held back; outside a read, so the decoded
+    /// parts are also delivered.
+    private func resume(_ context: ChannelHandlerContext) {
+        guard phase != .closing else { return }
+        if feed(context) { context.fireChannelReadComplete() }
+        if readHeld, mayRead(context) {
+            readHeld = false
+            context.read()
+        }
+    }
+
+    /// The client's budget has room again (see `ClientRequestBudget.mayStart`).
+    private func budgetFreed() {
+        waitingForBudget = false
+        let began = inFlight
+        if let context, phase != .closing { resume(context) }
+        if inFlight == began, let budget { budget.requests.passOn(budget.client) }
+    }
+
+    /// The length of `bytes` up to and including the end of the first head in them (`CRLF CRLF`), if one ends there.
+    static func headLength(in bytes: ByteBuffer) -> Int? {
+        bytes.withUnsafeReadableBytes { raw in
+            var index = 3
+            while index < raw.count {
+                if raw[index] == 10, raw[index - 1] == 13, raw[index - 2] == 10, raw[index - 3] == 13 { return index + 1 }
+                index += 1
+            }
+            return nil
+        }
     }
 
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
@@ -130,6 +242,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func headReceived() {
         guard phase != .closing else { return }
         inFlight += 1
+        if let budget { budget.requests.started(budget.client) }
         readingRequest = true
         responding = false
         nextRequestBegun = false
@@ -150,9 +263,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func responseEnded() {
         guard phase != .closing else { return }
-        inFlight = max(0, inFlight - 1)
+        if inFlight > 0 {
+            inFlight -= 1
+            if let budget { budget.requests.ended(budget.client) }
+        }
         // While the body is still coming, the body deadline keeps running.
         if inFlight == 0, !readingRequest { settle() }
+        // The next request waits for this call (inside a write) to return.
+        context?.eventLoop.assumeIsolated().execute { [self] in
+            if let context { resume(context) }
+        }
     }
 
     /// Every request so far is done: wait for the next one.
@@ -259,55 +379,5 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private static func timedOut(_ detail: String) -> FirebaseError {
         FirebaseError(status: .requestTimeout, message: "REQUEST_TIMEOUT : \(detail)", reason: "invalid", statusName: "DEADLINE_EXCEEDED")
-    }
-}
-
-/// Follows each request through the decoded HTTP parts and tells `ConnectionGuard`; answers methods
-/// Herald never serves (`CONNECT`, `TRACE`, unknown ones) with `501` and closes, since after `CONNECT`
-/// the HTTP/1 decoder reads no further request on the connection.
-final class RequestProgress: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
-
-    /// The methods the router decides on; anything else is refused before it.
-    static let served: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options]
-
-    private var connection: ConnectionGuard?
-    private var refused = false
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        connection = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !refused else { return }
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            guard Self.served.contains(head.method) else {
-                refused = true
-                connection?.answerAndClose(
-                    FirebaseError(
-                        status: .notImplemented, message: "METHOD_NOT_SUPPORTED : \(head.method.rawValue)", reason: "invalid",
-                        statusName: "UNIMPLEMENTED"))
-                return
-            }
-            connection?.headReceived()
-        case .body:
-            break
-        case .end:
-            connection?.endReceived()
-        }
-        context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head: connection?.responseBegun()
-        case .body: break
-        case .end: connection?.responseEnded()
-        }
-        context.write(data, promise: promise)
     }
 }

@@ -4,12 +4,14 @@ import Logging
 import NIOCore
 
 /// Hummingbird's HTTP/1 child channel with Herald's front door in front of it: `ConnectionAdmission`'s
-/// caps, `ConnectionGuard`'s deadlines first in the pipeline and `RequestProgress` after the decoder.
+/// caps, `ConnectionGuard`'s deadlines and pipelining first in the pipeline (with `ClientRequestBudget`'s
+/// per-client cap on requests in flight) and `RequestProgress` after the decoder.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     let inner: HTTP1Channel
     let admission: ConnectionAdmission
+    let requests: ClientRequestBudget
     let timeouts: ConnectionGuard.Timeouts
 
     /// - Parameters:
@@ -31,6 +33,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         let total = server.maxConnections > 0 ? server.maxConnections : max(64, min(10_000, descriptors - 64))
         admission = ConnectionAdmission(
             limits: .init(total: total, perClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies))
+        requests = ClientRequestBudget(perClient: server.maxRequestsPerClient)
         timeouts = .init(
             idle: .init(.seconds(server.idleTimeout)), header: .init(.seconds(server.headerTimeout)),
             body: .init(.seconds(server.bodyTimeout)))
@@ -38,9 +41,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let refusal: ConnectionAdmission.Refusal?
+        var budget: (requests: ClientRequestBudget, client: String)?
         switch admission.admit(peer: channel.remoteAddress) {
         case .success(let ticket):
             refusal = nil
+            budget = ticket.client.map { (requests, $0) }
             let admission = admission
             channel.closeFuture.whenComplete { _ in admission.release(ticket) }
         case .failure(let reason):
@@ -48,7 +53,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             logger.debug("connection refused", metadata: ["reason": "\(reason)"])
         }
         do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeouts: timeouts, refusal: refusal))
+            // One read at a time (NIO's default is four in a row): what waits unread stays in the socket.
+            try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeouts: timeouts, refusal: refusal, budget: budget))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

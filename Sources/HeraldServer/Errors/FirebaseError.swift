@@ -44,6 +44,11 @@ struct FirebaseError: HTTPResponseError {
     static let internalError = FirebaseError(
         status: .internalServerError, message: "INTERNAL_ERROR", reason: "backendError", statusName: "INTERNAL")
 
+    /// Too many wrong admin tokens from the client's network (`AdminTokenCheck`).
+    static let tooManyAdminTokens = FirebaseError(
+        status: .tooManyRequests, message: "TOO_MANY_ATTEMPTS_TRY_LATER : too many wrong admin tokens from this network",
+        reason: "rateLimitExceeded", statusName: "RESOURCE_EXHAUSTED")
+
     /// The ledger cannot commit right now: nothing was stored, the client may retry (Firebase's 503).
     static let unavailable = FirebaseError(
         status: .serviceUnavailable, message: "UNAVAILABLE", reason: "backendError", statusName: "UNAVAILABLE")

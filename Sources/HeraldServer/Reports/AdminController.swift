@@ -10,10 +10,11 @@ struct AdminController: Sendable {
     let configuration: HeraldConfiguration
     let sending: SendingService
     let reports: ReportsService
+    let adminToken: AdminTokenCheck
 
     var routes: RouteCollection<HeraldRequestContext> {
         // The console links to the report and the audit exports: its session cookie may read them.
-        RouteCollection.adminOnly(configuration.server, consoleReads: true)
+        RouteCollection.adminOnly(configuration, check: adminToken, consoleReads: true)
             .get("campaigns/:id", use: campaignReport)
             .get("audit", use: audit)
             .post("messages:retry", use: retry)

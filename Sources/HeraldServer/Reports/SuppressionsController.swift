@@ -12,9 +12,10 @@ import Hummingbird
 struct SuppressionsController: Sendable {
     let configuration: HeraldConfiguration
     let feedback: FeedbackService
+    let adminToken: AdminTokenCheck
 
     var routes: RouteCollection<HeraldRequestContext> {
-        RouteCollection.adminOnly(configuration.server)
+        RouteCollection.adminOnly(configuration, check: adminToken)
             .get("suppressions", use: list)
             .post("suppressions", use: add)
             .get("suppressions/:email", use: show)

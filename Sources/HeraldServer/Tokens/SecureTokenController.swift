@@ -8,6 +8,7 @@ import Hummingbird
 struct SecureTokenController: Sendable {
     let configuration: HeraldConfiguration
     let sessions: SessionsService
+    let adminToken: AdminTokenCheck
 
     static let paths: [RouterPath] = ["securetoken.googleapis.com/v1/token", "v1/token"]
 
@@ -15,7 +16,10 @@ struct SecureTokenController: Sendable {
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
-            .add(middleware: CallerMiddleware(apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server)))
+            .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
+            .add(
+                middleware: CallerMiddleware(
+                    apiKey: configuration.project.apiKey, admin: AdminCredential(configuration.server, check: adminToken)))
         for path in Self.paths { routes.post(path, use: token) }
         return routes
     }

@@ -12,7 +12,7 @@ import Logging
 struct TestServer {
     static let projectID = "herald-test"
     static let apiKey = "test-api-key"
-    static let adminToken = "test-admin-token"
+    static let adminToken = "test-admin-token-5d0e8b3a9c71f2e4"
     static let logger = Logger(label: "herald-router-tests")
 
     let actions: Actions
