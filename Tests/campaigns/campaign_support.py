@@ -26,7 +26,8 @@ from helpers import action_link, assert_one_error_line, deep_merge, query, row_c
 from http_support import ADMIN_TOKEN, CONTINUE, HTTP_TIMEOUT, code_of, ok
 from suites import chromium_binary
 
-STATES = ["queued", "sending", "sent", "deferred", "failed", "dead", "expired", "cancelled", "bounced", "complained"]
+STATES = ["queued", "sending", "sent", "deferred", "failed", "dead", "expired", "cancelled", "bounced", "complained",
+          "possibly-delivered"]
 PENDING = {"queued", "sending", "deferred"}
 AUDIT_FIELDS = [
     "id", "recipient", "action", "campaign", "state", "queuedAt", "sentAt", "smtpReply", "firstClickAt",

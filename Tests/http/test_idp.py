@@ -319,7 +319,9 @@ def test_a_hanging_key_endpoint_stalls_no_one_else_and_is_asked_once(server, oid
         started = time.monotonic()
         other = srv.post("accounts:signUp", {"email": unique_email("bystander"), "password": PASSWORD, "returnSecureToken": True})
         took = time.monotonic() - started
-        assert other.status_code == 200 and took < 2, f"another client's sign-up took {took:.1f} s while the keys hung"
+        # Before, it waited for the fetches holding the shared blocking threads (10-20 s); the margin is the load of
+        # a whole test run on two cores.
+        assert other.status_code == 200 and took < 5, f"another client's sign-up took {took:.1f} s while the keys hung"
         answers = [future.result(timeout=60) for future in pending]
     assert oidc_issuer.jwks_requests == 1, f"{oidc_issuer.jwks_requests} fetches of one provider's keys"
     assert all(resp.status_code in (400, 503) for resp in answers), {resp.status_code for resp in answers}
