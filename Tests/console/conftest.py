@@ -30,8 +30,8 @@ for _dir in (_TESTS / "integration", _TESTS / "support", _TESTS / "http", _TESTS
 from helpers import CaptureServer, deep_merge  # noqa: E402
 from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
 from campaign_support import CAMPAIGNS  # noqa: E402
-from suites import chromium_binary, sibling_conftest  # noqa: E402
-from console_support import CHROMEDRIVER, REFUSED_DOMAIN, ConsoleClient, Ledger  # noqa: E402
+from suites import chromium_driver, sibling_conftest  # noqa: E402
+from console_support import REFUSED_DOMAIN, ConsoleClient, Ledger  # noqa: E402
 
 _integration = sibling_conftest("integration")
 herald_bin = _integration.herald_bin  # session-scoped: $HERALD_BIN or .build/debug/herald, fails when missing
@@ -96,21 +96,7 @@ def session(client) -> SimpleNamespace:
 @pytest.fixture(scope="module")
 def driver():
     """Headless Chromium through chromedriver (both from Debian), 1280x900."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--window-size=1280,900", "--disable-gpu",
-                "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1"):
-        options.add_argument(arg)
-    options.binary_location = chromium_binary()
-    service = Service(executable_path=CHROMEDRIVER)
-    try:
-        browser = webdriver.Chrome(options=options, service=service)
-    except Exception as exc:  # noqa: BLE001 - name what is missing
-        pytest.fail(f"could not start headless Chromium via {CHROMEDRIVER}: {exc}\n"
-                    "(scripts/install-deps.sh installs chromium and chromium-driver)", pytrace=False)
-    browser.set_page_load_timeout(30)
+    browser = chromium_driver("--window-size=1280,900", "--hide-scrollbars", "--force-device-scale-factor=1")
     yield browser
     browser.quit()
 

@@ -33,7 +33,6 @@ SESSION_MAX_AGE = 28800
 PASSWORD = "console-password-1"
 REFUSED_DOMAIN = "refused.test"  # the capture server answers RCPT TO of these addresses 550
 REFUSED_REPLY = "550"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 ACTIONS = ["sign-in", "verify-email", "reset-password", "verify-and-change-email", "recover-email"]
 LOCALES = ["en", "de", "fa", "id", "pl"]
 NAV_LINKS = {

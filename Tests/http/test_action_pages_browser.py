@@ -13,9 +13,8 @@ import pytest
 
 from helpers import action_link
 from http_support import unique_email
-from suites import chromium_binary
+from suites import chromium_driver
 
-CHROMEDRIVER = "/usr/bin/chromedriver"
 PASSWORD = "browser-password-1"
 
 
@@ -41,19 +40,7 @@ def landing(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    options.binary_location = chromium_binary()
-    try:
-        browser = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    except Exception as exc:  # noqa: BLE001 - name what is missing
-        pytest.fail(f"could not start headless Chromium via {CHROMEDRIVER}: {exc}\n"
-                    "(scripts/install-deps.sh installs chromium and chromium-driver)", pytrace=False)
-    browser.set_page_load_timeout(30)
+    browser = chromium_driver()
     yield browser
     browser.quit()
 

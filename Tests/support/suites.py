@@ -35,3 +35,25 @@ def chromium_binary() -> str:
         pytest.fail(f"headless Chromium not found ({CHROMIUM}): install Debian's `chromium` package "
                     "(scripts/install-deps.sh does).", pytrace=False)
     return path
+
+
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def chromium_driver(*extra_args: str):
+    """Headless Chromium through Debian's chromedriver (Selenium), with `extra_args`; a missing one fails the test
+    with how to install it. The caller quits it."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *extra_args):
+        options.add_argument(arg)
+    options.binary_location = chromium_binary()
+    try:
+        browser = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    except Exception as exc:  # noqa: BLE001 - name what is missing
+        pytest.fail(f"could not start headless Chromium via {CHROMEDRIVER}: {exc}\n"
+                    "(scripts/install-deps.sh installs chromium and chromium-driver)", pytrace=False)
+    browser.set_page_load_timeout(30)
+    return browser
