@@ -78,7 +78,7 @@ public enum HeraldServer {
         return Application(
             responder: responder,
             server: .guardedHTTP1(
-                server, trustedProxies: configuration.limits.trustedProxies, descriptors: FileDescriptorLimit.raiseToHard()),
+                server, limits: configuration.limits, descriptors: FileDescriptorLimit.raiseToHard()),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: "Herald"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? server.port) },
             logger: logger)

@@ -42,10 +42,31 @@ import Testing
         #expect(IPNetwork.client("2001:db8::1") != IPNetwork.client("2001:db8:0:1::1"))
     }
 
-    @Test func plusTagsAndCaseShareOneThrottleKey() throws {
-        #expect(try EmailAddress("Victim+1@Example.com").throttleKey == "victim@example.com")
-        #expect(try EmailAddress("victim+a+b@example.com").throttleKey == "victim@example.com")
-        #expect(try EmailAddress("victim@example.com").throttleKey == "victim@example.com")
-        #expect(try EmailAddress("+only@example.com").throttleKey == "+only@example.com")
+    @Test func plusTagsAndCaseShareOneRecipientKey() throws {
+        let aliases = RecipientAliases.standard
+        #expect(aliases.key(try EmailAddress("Victim+1@Example.com")) == "victim@example.com")
+        #expect(aliases.key(try EmailAddress("victim+a+b@example.com")) == "victim@example.com")
+        #expect(aliases.key(try EmailAddress("victim@example.com")) == "victim@example.com")
+        #expect(aliases.key(try EmailAddress("+only@example.com")) == "+only@example.com")
+        #expect(RecipientAliases(ignorePlusTags: false).key(try EmailAddress("victim+1@example.com")) == "victim+1@example.com")
+    }
+
+    @Test func gmailDotsAndDomainsShareOneRecipientKey() throws {
+        let aliases = RecipientAliases.standard
+        for spelling in ["v.ictim@gmail.com", "Vic.Tim@gmail.com", "victim+x@googlemail.com", "v.i.c.t.i.m+y@GoogleMail.com"] {
+            #expect(aliases.key(try EmailAddress(spelling)) == "victim@gmail.com")
+        }
+        // Dots count elsewhere, and when Gmail's rule is turned off.
+        #expect(aliases.key(try EmailAddress("v.ictim@example.com")) == "v.ictim@example.com")
+        #expect(RecipientAliases(dotlessDomains: []).key(try EmailAddress("v.ictim@gmail.com")) == "v.ictim@gmail.com")
+        #expect(RecipientAliases(dotlessDomains: ["corp.example"]).key(try EmailAddress("a.b@Corp.Example")) == "ab@corp.example")
+    }
+
+    @Test func ipv6ClientsGroupByTheConfiguredPrefix() {
+        #expect(IPNetwork.client("2001:db8:1:2::1", ipv6Prefix: 48) == IPNetwork.client("2001:db8:1:3::1", ipv6Prefix: 48))
+        #expect(IPNetwork.client("2001:db8:1:2::1", ipv6Prefix: 48) != IPNetwork.client("2001:db8:2:2::1", ipv6Prefix: 48))
+        #expect(IPNetwork.client("2001:db8:1:2::1") != IPNetwork.client("2001:db8:1:3::1"))
+        // IPv4 stays per address whatever the IPv6 prefix.
+        #expect(IPNetwork.client("192.0.2.1", ipv6Prefix: 48)?.description == "192.0.2.1/32")
     }
 }

@@ -35,6 +35,34 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aNetworkPastItsShareIsRefusedAndCountsNothingAgainstTheProject(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        func quota(_ network: String) -> SendQuota {
+            SendQuota(projectPerHour: 10, accountPerHour: 0, accountKey: "", networkPerHour: 2, networkKey: network)
+        }
+        let now = Date()
+        for index in 0..<2 {
+            _ = try store.enqueue(
+                Fixture.request(.signIn, "n\(index)@example.com"), messageDomain: Fixture.messageDomain, throttle: nil,
+                quota: quota("198.51.100.0/24"), now: now)
+        }
+        let refusal = #expect(throws: LimitRefusal.self) {
+            try store.enqueue(
+                Fixture.request(.signIn, "n2@example.com"), messageDomain: Fixture.messageDomain, throttle: nil,
+                quota: quota("198.51.100.0/24"), now: now)
+        }
+        #expect(refusal?.counter == "network" && refusal?.error.code == .tooManyAttempts)
+        _ = try store.enqueue(
+            Fixture.request(.signIn, "n3@example.com"), messageDomain: Fixture.messageDomain, throttle: nil,
+            quota: quota("2001:db8:1::/48"), now: now)
+        let counts = try kind.rows(in: scratch, "SELECT scope, key, count FROM send_counts ORDER BY scope, key")
+        #expect(
+            counts.map { "\($0["scope"]!!) \($0["key"]!!) \($0["count"]!!)" } == [
+                "network 198.51.100.0/24 2", "network 2001:db8:1::/48 1", "project  3",
+            ])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func everyRowGetsItsOwnMessageID(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let requests = try Array(repeating: Fixture.request(), count: 5)

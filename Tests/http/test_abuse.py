@@ -174,8 +174,59 @@ def test_plus_tag_and_case_variants_share_one_cooldown(server):
     assert len(srv.mail_to(f"{local}+1@{domain}")) == 1
 
 
+def test_gmail_dots_and_domains_share_one_cooldown_unless_turned_off(server):
+    srv = server(**limits())
+    local = unique_email("gm").split("@")[0].replace("-", "").replace(".", "")
+    dotted = f"{local[:2]}.{local[2:]}@gmail.com"
+    ok(sign_in_link(srv, dotted))
+    for variant in (f"{local}@gmail.com", f"{local[:1]}.{local[1:]}+x@googlemail.com", f"{local.upper()}@GoogleMail.com"):
+        assert_error(sign_in_link(srv, variant), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Dots count at every other domain.
+    ok(sign_in_link(srv, f"{local}@example.com"))
+    ok(sign_in_link(srv, f"{local[:2]}.{local[2:]}@example.com"))
+    assert len(srv.mail_to(dotted)) == 1
+
+    srv = server(**limits(dotlessDomains=[], ignorePlusTags=False))
+    ok(sign_in_link(srv, dotted))
+    ok(sign_in_link(srv, f"{local}@gmail.com"))
+    ok(sign_in_link(srv, f"{local}+x@gmail.com"))
+
+
+def test_one_network_spends_only_its_share_of_the_project_quota(server):
+    """The probe's case: many addresses together spending the project's hourly quota. Each network (/24, /48) may
+    take its share (10% by default), then gets TOO_MANY_ATTEMPTS while everyone else is still served."""
+    srv = server(**limits(projectSendsPerHour=100, trustedProxies=["127.0.0.1"]))
+    for i in range(10):
+        ok(sign_in_link(srv, unique_email(f"share-{i}"), headers={"X-Forwarded-For": f"198.51.100.{i + 1}"}))
+    for i in range(5):
+        refused = sign_in_link(srv, unique_email(f"share-over-{i}"), headers={"X-Forwarded-For": f"198.51.100.{100 + i}"})
+        assert_error(refused, "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Silent requests count to the share alike.
+    assert_error(srv.send_oob("PASSWORD_RESET", unique_email("share-nobody"), headers={"X-Forwarded-For": "198.51.100.200"}),
+                 "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Other networks, IPv4 and IPv6, are served; the refused requests counted nothing against the project.
+    ok(sign_in_link(srv, unique_email("share-other"), headers={"X-Forwarded-For": "203.0.113.7"}))
+    ok(sign_in_link(srv, unique_email("share-v6"), headers={"X-Forwarded-For": "2001:db8:1:2::7"}))
+    counts = {row["scope"]: row["count"] for row in query(srv.db_path, "SELECT scope, SUM(count) AS count FROM send_counts GROUP BY scope")}
+    assert counts["project"] == 12 and counts["network"] == 12, counts
+
+
+def test_ipv6_clients_group_by_the_configured_prefix(server):
+    v6 = [f"2001:db8:1:{n}::1" for n in range(1, 5)]
+    srv = server(**limits(ipSendsPerMinute=3, ipBurst=3, trustedProxies=["127.0.0.1"]))
+    # By default each /64 is a client of its own.
+    for n, address in enumerate(v6):
+        ok(sign_in_link(srv, unique_email(f"v6-{n}"), headers={"X-Forwarded-For": address}))
+    srv = server(**limits(ipSendsPerMinute=3, ipBurst=3, trustedProxies=["127.0.0.1"], ipv6ClientPrefix=48))
+    for n, address in enumerate(v6[:3]):
+        ok(sign_in_link(srv, unique_email(f"v48-{n}"), headers={"X-Forwarded-For": address}))
+    assert_error(sign_in_link(srv, unique_email("v48-4"), headers={"X-Forwarded-For": v6[3]}), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    ok(sign_in_link(srv, unique_email("v48-other"), headers={"X-Forwarded-For": "2001:db8:2::1"}))
+
+
 def test_the_project_quota_answers_quota_exceeded(server):
-    srv = server(**limits(projectSendsPerHour=3))
+    # Every request here comes from one network: its share is turned off to reach the project's quota.
+    srv = server(**limits(projectSendsPerHour=3, projectSharePerNetwork=0))
     for i in range(3):
         ok(sign_in_link(srv, unique_email(f"quota-{i}")))
     assert_error(sign_in_link(srv, unique_email("quota-4")), "QUOTA_EXCEEDED")

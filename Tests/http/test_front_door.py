@@ -193,17 +193,68 @@ def test_per_client_cap_refuses_extra_connections_with_429_and_serves_other_clie
             sock.close()
 
 
-def test_total_cap_refuses_with_503(server):
-    srv = server(server={**FAST, "idleTimeout": "30s", "maxConnections": 10, "maxConnectionsPerClient": 0})
+def test_total_cap_refuses_with_503_when_no_connection_is_idle(server):
+    srv = server(server={**FAST, "headerTimeout": "30s", "idleTimeout": "30s", "maxConnections": 10, "maxConnectionsPerClient": 0})
     held = [connect(srv) for _ in range(10)]
     try:
-        time.sleep(0.2)
+        # Each holds a request begun and not finished: busy, so none gives way.
+        for sock in held:
+            sock.sendall(b"GET /health HTTP/1.1\r\n")
+        time.sleep(0.3)
         data, _ = read_until_closed(connect(srv, source="127.0.0.3"), limit=5)
         assert status_of(data) == 503, data
         assert headers_and_body(data)[0]["retry-after"] == "1"
     finally:
         for sock in held:
             sock.close()
+
+
+def keep_alive(srv, source: str) -> socket.socket:
+    """A connection that made one request, read its answer and now idles between requests."""
+    sock = connect(srv, source=source)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.settimeout(HTTP_TIMEOUT)
+    assert status_of(sock.recv(65536)) == 200
+    return sock
+
+
+def is_closed(sock: socket.socket, wait: float) -> bool:
+    sock.settimeout(wait)
+    try:
+        return sock.recv(1) == b""
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_idle_keep_alives_give_way_when_the_server_is_full(server):
+    """The probe's case: keep-alives from a few addresses hold the whole connection cap. A newcomer closes an idle
+    connection of the client holding the most (the longest idle of those) and is served; busy ones never give way."""
+    srv = server(server={**FAST, "headerTimeout": "30s", "idleTimeout": "60s", "maxConnections": 12, "maxConnectionsPerClient": 5})
+    held = {source: [] for source in ("127.0.0.2", "127.0.0.3", "127.0.0.4")}
+    try:
+        for count, source in zip((5, 4, 3), held):
+            held[source] = [keep_alive(srv, source) for _ in range(count)]
+        time.sleep(0.2)
+        # Each newcomer is served and stays, so the server stays full for the next.
+        held["newcomers"] = [keep_alive(srv, f"127.0.0.{5 + n}") for n in range(3)]
+        # 127.0.0.2 held five, 127.0.0.3 four: the first newcomer took 127.0.0.2's longest idle, the next two one of
+        # each (both then held four; the longer idle first), and 127.0.0.4's three were never touched.
+        closed = {source: [is_closed(sock, 0.3) for sock in socks] for source, socks in held.items()}
+        assert closed["newcomers"] == [False, False, False], closed
+        assert closed["127.0.0.2"] == [True, True, False, False, False], closed
+        assert closed["127.0.0.3"] == [True, False, False, False], closed
+        assert closed["127.0.0.4"] == [False, False, False], closed
+        # The connections still open serve their next request as before.
+        survivor = held["127.0.0.4"][0]
+        survivor.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        survivor.settimeout(HTTP_TIMEOUT)
+        assert status_of(survivor.recv(65536)) == 200
+    finally:
+        for socks in held.values():
+            for sock in socks:
+                sock.close()
 
 
 def test_trusted_proxy_is_exempt_from_the_per_client_cap(server):

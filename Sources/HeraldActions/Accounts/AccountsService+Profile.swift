@@ -107,7 +107,7 @@ extension AccountsService {
     private func sendRecovery(of account: Account, from oldEmail: String, to newEmail: String, locale: String?, now: Date) async throws {
         let action = try ActionRequest(
             kind: .recoverEmail, email: oldEmail, newEmail: newEmail, locale: locale.flatMap { try? LocaleTag($0).value },
-            displayName: account.displayName, links: links)
+            displayName: account.displayName, links: links, aliases: limits.recipientAliases)
         try await offload {
             if self.server.emulatorMode {
                 _ = try self.codes.mintListedCode(action, now: now)

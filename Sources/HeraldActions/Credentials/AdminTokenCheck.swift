@@ -41,7 +41,7 @@ public final class AdminTokenCheck: Sendable {
     /// without a client address share one count).
     public func check(_ presented: String, clientIP: String?, now: Date = Date()) -> Outcome {
         if !token.isEmpty, Secret.equal(presented, token) { return .admin }
-        let client = clientIP.flatMap { IPNetwork.client($0)?.description } ?? "unknown"
+        let client = clientIP.flatMap { IPNetwork.client($0, ipv6Prefix: failures.ipv6Prefix)?.description } ?? "unknown"
         if failures.take(client, now: now) { return .wrong }
         let key = clientIP.map(IPNetwork.ledgerKey) ?? client
         _ = refusals.refused(LimitRefusal(counter: "admin-token-ip", key: key, error: AccountsService.lockedOut), now: now)

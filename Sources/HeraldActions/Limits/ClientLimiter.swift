@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// Token buckets per client network (IPv4 address, IPv6 /64) — or per any other key, such as an account's
+/// Token buckets per client network (IPv4 address, IPv6 /64 or as configured) — or per any other key, such as an account's
 /// address (`keyed: .verbatim`) — in this process's memory only.
 ///
 /// Each rule is a bucket of `capacity` tokens refilled at `perSecond`; a request is admitted when every
@@ -36,7 +36,7 @@ public final class ClientLimiter: Sendable {
 
     /// What a limiter counts under.
     public enum Keying: Sendable {
-        /// The client network of an address (IPv4 address, IPv6 /64); text that is no address is admitted.
+        /// The client network of an address (IPv4 address, IPv6 `ipv6Prefix`); text that is no address is admitted.
         case network
         /// The text itself (e.g. a lower-cased email address).
         case verbatim
@@ -45,13 +45,19 @@ public final class ClientLimiter: Sendable {
     public let rules: [Rule]
     let maxClients: Int
     let keying: Keying
+    /// The prefix an IPv6 client network has (`limits.ipv6ClientPrefix`), for `.network` keying.
+    let ipv6Prefix: Int
     private let clients = Mutex<[String: Buckets]>([:])
 
     /// Rules with a capacity or rate of 0 are off; with none left the limiter admits everyone.
-    public init(rules: [Rule], maxClients: Int = 100_000, keyed keying: Keying = .network) {
+    public init(
+        rules: [Rule], maxClients: Int = 100_000, keyed keying: Keying = .network,
+        ipv6Prefix: Int = IPNetwork.defaultIPv6ClientPrefix
+    ) {
         self.rules = rules.filter { $0.capacity > 0 && $0.perSecond > 0 }
         self.maxClients = max(1, maxClients)
         self.keying = keying
+        self.ipv6Prefix = ipv6Prefix
     }
 
     /// Takes a token from each of the client's buckets; false (and nothing taken) when one is empty.
@@ -71,7 +77,7 @@ public final class ClientLimiter: Sendable {
     private func admit(_ address: String, take: Bool, now: Date) -> Bool {
         let key: String?
         switch keying {
-        case .network: key = IPNetwork.client(address)?.description
+        case .network: key = IPNetwork.client(address, ipv6Prefix: ipv6Prefix)?.description
         case .verbatim: key = address
         }
         guard !rules.isEmpty, let network = key else { return true }

@@ -19,17 +19,21 @@ struct ClientLimiters: Sendable {
     let adminTokenFailures: ClientLimiter
 
     init(_ limits: HeraldConfiguration.Limits) {
-        send = ClientLimiter(rules: [
-            .init(capacity: limits.ipBurst, perMinute: limits.ipSendsPerMinute),
-            .init(capacity: limits.ipSendsPerHour, perHour: limits.ipSendsPerHour),
-        ])
-        badCode = ClientLimiter(rules: [.init(capacity: limits.ipBadCodesPerMinute, perMinute: limits.ipBadCodesPerMinute)])
-        signUp = ClientLimiter(rules: [.init(capacity: limits.ipSignUpsPerHour, perHour: limits.ipSignUpsPerHour)])
+        let prefix = limits.ipv6ClientPrefix
+        send = ClientLimiter(
+            rules: [
+                .init(capacity: limits.ipBurst, perMinute: limits.ipSendsPerMinute),
+                .init(capacity: limits.ipSendsPerHour, perHour: limits.ipSendsPerHour),
+            ], ipv6Prefix: prefix)
+        badCode = ClientLimiter(rules: [.init(capacity: limits.ipBadCodesPerMinute, perMinute: limits.ipBadCodesPerMinute)], ipv6Prefix: prefix)
+        signUp = ClientLimiter(rules: [.init(capacity: limits.ipSignUpsPerHour, perHour: limits.ipSignUpsPerHour)], ipv6Prefix: prefix)
         // N failures in a row, then one more every quarter of an hour.
         accountFailures = ClientLimiter(
             rules: [.init(capacity: limits.signInFailuresPerAccount, perHour: 4)], keyed: .verbatim)
-        clientFailures = ClientLimiter(rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)])
+        clientFailures = ClientLimiter(
+            rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)], ipv6Prefix: prefix)
         adminTokenFailures = ClientLimiter(
-            rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)], keyed: .verbatim)
+            rules: [.init(capacity: limits.ipSignInFailuresPerHour, perHour: limits.ipSignInFailuresPerHour)], keyed: .verbatim,
+            ipv6Prefix: prefix)
     }
 }

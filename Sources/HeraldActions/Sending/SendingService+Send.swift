@@ -94,12 +94,12 @@ extension SendingService {
         var target = try resolve(request, as: caller)
         let action = try ActionRequest(
             kind: request.kind, email: target.email, newEmail: target.newEmail, settings: request.settings, locale: request.locale,
-            displayName: request.displayName ?? target.displayName, links: links)
+            displayName: request.displayName ?? target.displayName, links: links, aliases: limits.recipientAliases)
         // Mail only: an admin's returned link and an emulator's listed code send nothing.
         if target.refusal == nil, !request.returnLink, !server.emulatorMode {
             target.refusal = try suppressionRefusal(action.recipient.value)
         }
-        let quota = caller == .app ? sendQuota(for: target) : nil
+        let quota = caller == .app ? sendQuota(for: target, action, from: request.clientIP) : nil
         if let refusal = target.refusal {
             // A suppression is never told to an app caller (it is no Firebase error, and its reason is the
             // recipient's business): they get the usual answer, with or without enumeration protection.
@@ -130,11 +130,14 @@ extension SendingService {
         return SendResult(email: action.email.value, delivery: returnLink ? .link(code: code, link: link) : .emulated)
     }
 
-    /// The hourly quotas an app request is counted against: the project's, and its account's (the signed-in
-    /// account, else the account the address names, keyed by a hash of the address so both paths do the same).
-    private func sendQuota(for target: Target) -> SendQuota {
-        let key = target.accountUID ?? "address:" + EmailAddress.ledgerKey(target.email)
-        return SendQuota(projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: key)
+    /// The hourly quotas an app request is counted against: the project's, its client network's share of it, and its
+    /// account's (the signed-in account, else the account the address names, keyed by a hash of the mailbox the
+    /// address spells, `RecipientAliases`, so both paths and every spelling do the same).
+    private func sendQuota(for target: Target, _ action: ActionRequest, from clientIP: String?) -> SendQuota {
+        let key = target.accountUID ?? "address:" + EmailAddress.ledgerKey(limits.recipientAliases.key(action.email))
+        return SendQuota(
+            projectPerHour: limits.projectSendsPerHour, accountPerHour: limits.accountSendsPerHour, accountKey: key,
+            networkPerHour: limits.networkSendsPerHour, networkKey: clientIP.map(IPNetwork.ledgerKey))
     }
 
     /// Sends one action to every address of a list, all or nothing: each address passes the same
@@ -166,7 +169,8 @@ extension SendingService {
                 requests.append(
                     try ActionRequest(
                         kind: template.kind, email: email, newEmail: template.newEmail, settings: template.settings,
-                        locale: template.locale, displayName: template.displayName ?? standing?.displayName, links: links))
+                        locale: template.locale, displayName: template.displayName ?? standing?.displayName, links: links,
+                        aliases: limits.recipientAliases))
             } catch let error as HeraldError {
                 throw BulkSendError(index: index, error: error)
             }

@@ -304,6 +304,13 @@ struct ConfigurationParser {
         c.limits.ipBadCodesPerMinute = try await number("limits.ipBadCodesPerMinute", c.limits.ipBadCodesPerMinute, in: 0...1_000_000)
         c.limits.accountSendsPerHour = try await number("limits.accountSendsPerHour", c.limits.accountSendsPerHour, in: 0...1_000_000)
         c.limits.projectSendsPerHour = try await number("limits.projectSendsPerHour", c.limits.projectSendsPerHour, in: 0...100_000_000)
+        c.limits.projectSharePerNetwork = try await number("limits.projectSharePerNetwork", c.limits.projectSharePerNetwork, in: 0...100)
+        c.limits.ipv6ClientPrefix = try await number("limits.ipv6ClientPrefix", c.limits.ipv6ClientPrefix, in: 32...128)
+        c.limits.ignorePlusTags = try await flag("limits.ignorePlusTags", c.limits.ignorePlusTags)
+        let dotless = try await list("limits.dotlessDomains", c.limits.dotlessDomains.sorted()) {
+            Hostname.isValid($0) ? nil : "'\($0)' is not a domain name"
+        }
+        c.limits.dotlessDomains = Set(dotless.map { $0.lowercased() })
         c.limits.ipSignUpsPerHour = try await number("limits.ipSignUpsPerHour", c.limits.ipSignUpsPerHour, in: 0...1_000_000)
         c.limits.signInFailuresPerAccount = try await number(
             "limits.signInFailuresPerAccount", c.limits.signInFailuresPerAccount, in: 0...1_000_000)

@@ -8,6 +8,8 @@ public struct ActionRequest: Sendable, Hashable {
     public var settings: ActionCodeSettings
     public var locale: LocaleTag
     public var displayName: String?
+    /// The mailbox the per-recipient limits count `recipient` under (`RecipientAliases.key`).
+    public var recipientKey: String
 
     /// Validates every part; throws the first problem as a `HeraldError`.
     public init(
@@ -17,7 +19,8 @@ public struct ActionRequest: Sendable, Hashable {
         settings: ActionCodeSettings = ActionCodeSettings(),
         locale: String? = nil,
         displayName: String? = nil,
-        links: HeraldConfiguration.Links
+        links: HeraldConfiguration.Links,
+        aliases: RecipientAliases = .standard
     ) throws {
         self.kind = kind
         self.email = try EmailAddress(email)
@@ -35,6 +38,7 @@ public struct ActionRequest: Sendable, Hashable {
         self.settings = settings
         self.locale = try locale.map { try LocaleTag($0) } ?? links.defaultLocale
         self.displayName = try displayName.map(DisplayName.validate)
+        recipientKey = aliases.key(kind.recipient(email: self.email, newEmail: self.newEmail))
     }
 
     /// The address the email goes to: the new address for verify-and-change-email. A recover-email

@@ -13,19 +13,6 @@ public struct EmailAddress: Hashable, Sendable, CustomStringConvertible, Codable
     /// The part after the `@`.
     public var domain: Substring { value[value.index(after: value.lastIndex(of: "@")!)...] }
 
-    /// The mailbox the per-recipient limits count under: lower-cased, with any `+tag` after the local part
-    /// dropped, so `Victim+1@x` and `victim+2@x` share one cooldown and one daily cap.
-    ///
-    /// ```swift
-    /// try EmailAddress("Victim+7@Example.com").throttleKey   // "victim@example.com"
-    /// ```
-    public var throttleKey: String {
-        let at = value.lastIndex(of: "@")!
-        let local = value[..<at]
-        guard let plus = local.firstIndex(of: "+"), plus != local.startIndex else { return value }
-        return String(local[..<plus]) + String(value[at...])
-    }
-
     public init(_ raw: String, code: HeraldError.Code = .invalidEmail) throws {
         guard Self.isValid(raw) else {
             throw HeraldError(code, "not a valid email address: \(Self.printable(raw))")

@@ -111,11 +111,12 @@ public struct HeraldConfiguration: Sendable {
         public var tokenSecret = ""
         /// After the embedded worker fails, `/health` answers 503 this long before the server drains and exits.
         public var failureGrace: TimeInterval = 5
-        /// Most HTTP connections open at once; further ones get `503` and are closed. 0: 10,000, or what file
+        /// Most HTTP connections open at once; a further one closes an idle connection (of the client holding the
+        /// most) and takes its place, or with none idle gets `503` and is closed. 0: 10,000, or what file
         /// descriptors allow if less (the soft limit, raised to the hard one at start-up, less 64 for the ledger and mail).
         public var maxConnections = 0
-        /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64); further ones
-        /// get `429`. Trusted proxies are exempt. 0: no per-client cap.
+        /// Most HTTP connections open at once from one client (an IPv4 address or an IPv6 /64,
+        /// `limits.ipv6ClientPrefix`); further ones get `429`. Trusted proxies are exempt. 0: no per-client cap.
         public var maxConnectionsPerClient = 128
         /// Most requests in flight at once from one client across all its connections (read and not yet
         /// answered); past it, that client's connections are not read until one of its requests is answered.
@@ -180,6 +181,18 @@ public struct HeraldConfiguration: Sendable {
         public var accountSendsPerHour = 10
         /// The project's app-initiated emails per hour, from the ledger (`QUOTA_EXCEEDED` beyond).
         public var projectSendsPerHour = 10_000
+        /// The most of `projectSendsPerHour`, in percent, one client network (IPv4 /24, IPv6 /48) may use in an
+        /// hour, from the ledger; past it that network gets `TOO_MANY_ATTEMPTS` while every other is still served,
+        /// so a flood from one network cannot spend the whole project's quota. 0: no share.
+        public var projectSharePerNetwork = 10
+        /// The prefix an IPv6 client is counted under by every per-client limit (connections, requests in flight,
+        /// rates): 64, one host's addresses; 48 where one site hands out many /64s. IPv4 clients are single addresses.
+        public var ipv6ClientPrefix = IPNetwork.defaultIPv6ClientPrefix
+        /// Per-recipient limits (cooldown, daily cap, an unknown address's hourly quota) count `x+tag@` as `x@`.
+        public var ignorePlusTags = true
+        /// Domains whose mailboxes ignore dots in the local part, for the per-recipient limits (Gmail's by default;
+        /// `googlemail.com` listed here counts as `gmail.com`).
+        public var dotlessDomains = RecipientAliases.gmail
         /// Per client address, accounts an app may create per hour (Firebase's 100).
         public var ipSignUpsPerHour = 100
         /// Failed password sign-ins to one address before it is refused (then one more each 15 minutes), in memory.
@@ -187,6 +200,17 @@ public struct HeraldConfiguration: Sendable {
         /// Per client address, failed password sign-ins per hour (guessing across many accounts).
         public var ipSignInFailuresPerHour = 100
         public init() {}
+
+        /// The spellings the per-recipient limits count as one mailbox.
+        public var recipientAliases: RecipientAliases {
+            RecipientAliases(ignorePlusTags: ignorePlusTags, dotlessDomains: dotlessDomains)
+        }
+
+        /// The project quota's share of one client network (`projectSharePerNetwork`), in emails per hour; 0 for none.
+        public var networkSendsPerHour: Int {
+            guard projectSharePerNetwork > 0, projectSendsPerHour > 0 else { return 0 }
+            return max(1, projectSendsPerHour * projectSharePerNetwork / 100)
+        }
     }
 
     /// What the ledger keeps, and for how long.

@@ -20,16 +20,23 @@ public struct SendQuota: Sendable, Hashable {
     /// The account the request is about: its uid, or a hash of the address when it has no account.
     public var accountKey: String
 
-    public init(projectPerHour: Int, accountPerHour: Int, accountKey: String) {
+    /// Emails per hour from the requesting client's network, its share of the project's; 0 is no limit.
+    public var networkPerHour: Int
+    /// The requesting client's network as the ledger keeps it (`IPNetwork.ledgerKey`: IPv4 /24, IPv6 /48).
+    public var networkKey: String?
+
+    public init(projectPerHour: Int, accountPerHour: Int, accountKey: String, networkPerHour: Int = 0, networkKey: String? = nil) {
         self.projectPerHour = projectPerHour
         self.accountPerHour = accountPerHour
         self.accountKey = accountKey
+        self.networkPerHour = networkPerHour
+        self.networkKey = networkKey
     }
 }
 
 /// A request a limit refused: which counter, for which key (as the ledger keeps it), and the answer.
 public struct LimitRefusal: Error, Sendable {
-    /// `recipient`, `account`, `project` (or `ip`, refused before the ledger).
+    /// `recipient`, `account`, `network`, `project` (or `ip`, refused before the ledger).
     public let counter: String
     public let key: String
     public let error: HeraldError
@@ -52,9 +59,11 @@ public enum SendRules {
         }
     }
 
-    /// The quotas an email counts against: scope, key and hourly limit of each that applies.
+    /// The quotas an email counts against: scope, key and hourly limit of each that applies. The network's share
+    /// comes first, so a network past it is told `TOO_MANY_ATTEMPTS` and counts nothing against the project.
     public static func quotas(_ quota: SendQuota) -> [(scope: String, key: String, limit: Int)] {
-        [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)].filter { $0.2 > 0 }
+        let network = quota.networkKey.map { [("network", $0, quota.networkPerHour)] } ?? []
+        return (network + [("project", "", quota.projectPerHour), ("account", quota.accountKey, quota.accountPerHour)]).filter { $0.2 > 0 }
     }
 
     /// Refuses an email over a quota that has counted `count` this hour.

@@ -53,12 +53,16 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         return "\(address)/\(prefix)"
     }
 
-    /// The network a client is counted under: IPv4 by address, IPv6 by /64 (one host usually holds a whole /64).
+    /// The network a client is counted under: IPv4 by address, IPv6 by `ipv6Prefix` bits (`limits.ipv6ClientPrefix`:
+    /// /64 by default, as one host usually holds a whole /64; /48 where one site hands its hosts many /64s).
     /// nil for text that is not an address.
-    public static func client(_ address: String) -> IPNetwork? {
+    public static func client(_ address: String, ipv6Prefix: Int = defaultIPv6ClientPrefix) -> IPNetwork? {
         guard let bytes = parse(address) else { return nil }
-        return IPNetwork(bytes: bytes, prefix: bytes.count == 4 ? 32 : 64)
+        return IPNetwork(bytes: bytes, prefix: bytes.count == 4 ? 32 : ipv6Prefix)
     }
+
+    /// The IPv6 prefix a client is counted under unless configured otherwise.
+    public static let defaultIPv6ClientPrefix = 64
 
     /// What the ledger keeps of a client address: IPv4 truncated to /24, IPv6 to /48 (never the address itself).
     public static func ledgerKey(_ address: String) -> String {

@@ -17,7 +17,8 @@ import NIOHTTPTypes
 /// has been unwritable for `body`.
 ///
 /// `RequestProgress`, after the HTTP decoder, tells it where each request stands. A connection that
-/// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed.
+/// `ConnectionAdmission` refused is answered here (`503` or `429`, `Connection: close`) and closed; an admitted
+/// one tells the admission when it is idle, and closes without a word when the admission makes it give way.
 ///
 /// Pipelined requests are taken one at a time, as nginx takes them: the decoder is given the bytes of the next
 /// request's head only once every earlier request is answered, the connection is writable (the client reads
@@ -60,6 +61,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeouts: Timeouts
     private let refusal: ConnectionAdmission.Refusal?
+    /// The admitted connection's place in `ConnectionAdmission`; nil when refused.
+    private let seat: (admission: ConnectionAdmission, ticket: ConnectionAdmission.Ticket)?
+    /// Whether `seat` is offered to the admission as idle.
+    private var offeredIdle = false
     /// The client's requests in flight over all its connections, and its key there; nil for a trusted proxy.
     private let budget: (requests: ClientRequestBudget, client: String)?
     /// Bytes read and not yet given to the decoder (pipelined requests waiting their turn).
@@ -68,7 +73,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var readHeld = false
     /// Waiting to be woken by `budget`.
     private var waitingForBudget = false
-    private var phase = Phase.idle
+    private var phase = Phase.idle {
+        didSet { offerSeat() }
+    }
     /// Requests whose head arrived and whose response has not ended.
     private var inFlight = 0
     /// The current request's head is in and its end is not.
@@ -82,9 +89,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var stall: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
-    init(timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?, budget: (requests: ClientRequestBudget, client: String)? = nil) {
+    init(
+        timeouts: Timeouts, refusal: ConnectionAdmission.Refusal?,
+        seat: (admission: ConnectionAdmission, ticket: ConnectionAdmission.Ticket)? = nil,
+        budget: (requests: ClientRequestBudget, client: String)? = nil
+    ) {
         self.timeouts = timeouts
         self.refusal = refusal
+        self.seat = seat
         self.budget = budget
     }
 
@@ -320,6 +332,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: time) { [self] in
             self.context?.close(promise: nil)
         }
+    }
+
+    /// Offers the connection to the admission as idle while it is, and takes the offer back once it is not.
+    private func offerSeat() {
+        guard let seat, (phase == .idle) != offeredIdle else { return }
+        offeredIdle = phase == .idle
+        guard offeredIdle, let loop = context?.eventLoop else { return seat.admission.busy(seat.ticket) }
+        let handler = NIOLoopBound(self, eventLoop: loop)
+        seat.admission.idle(seat.ticket) { loop.execute { handler.value.giveWay() } }
+    }
+
+    /// The admission counted this idle connection out to let another in: it closes, unless a request began meanwhile
+    /// (then it runs on, uncounted, until it closes).
+    private func giveWay() {
+        if phase == .idle { closeQuietly() }
     }
 
     /// Closes without an answer.

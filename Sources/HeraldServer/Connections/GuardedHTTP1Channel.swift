@@ -17,11 +17,12 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     /// - Parameters:
     ///   - server: `server.*`: the caps, deadlines and head limits.
     ///   - trustedProxies: peers exempt from the per-client cap (`limits.trustedProxies`).
+    ///   - ipv6Prefix: the prefix an IPv6 client has (`limits.ipv6ClientPrefix`).
     ///   - descriptors: the open-file limit in force; `server.maxConnections` 0 becomes 10,000, or this less 64
     ///     (for the ledger and mail) if that is fewer.
     init(
         responder: @escaping HTTPChannelHandler.Responder, server: HeraldConfiguration.Server, trustedProxies: [IPNetwork],
-        descriptors: Int
+        ipv6Prefix: Int = IPNetwork.defaultIPv6ClientPrefix, descriptors: Int
     ) {
         // No idle timeout of Hummingbird's own: `ConnectionGuard` keeps every deadline.
         let configuration = HTTP1Channel.Configuration(
@@ -32,7 +33,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         inner = HTTP1Channel(responder: responder, configuration: configuration)
         let total = server.maxConnections > 0 ? server.maxConnections : max(64, min(10_000, descriptors - 64))
         admission = ConnectionAdmission(
-            limits: .init(total: total, perClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies))
+            limits: .init(
+                total: total, perClient: server.maxConnectionsPerClient, trustedProxies: trustedProxies, ipv6Prefix: ipv6Prefix))
         requests = ClientRequestBudget(perClient: server.maxRequestsPerClient)
         timeouts = .init(
             idle: .init(.seconds(server.idleTimeout)), header: .init(.seconds(server.headerTimeout)),
@@ -41,10 +43,12 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let refusal: ConnectionAdmission.Refusal?
+        var seat: (admission: ConnectionAdmission, ticket: ConnectionAdmission.Ticket)?
         var budget: (requests: ClientRequestBudget, client: String)?
         switch admission.admit(peer: channel.remoteAddress) {
         case .success(let ticket):
             refusal = nil
+            seat = (admission, ticket)
             budget = ticket.client.map { (requests, $0) }
             let admission = admission
             channel.closeFuture.whenComplete { _ in admission.release(ticket) }
@@ -55,7 +59,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         do {
             // One read at a time (NIO's default is four in a row): what waits unread stays in the socket.
             try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeouts: timeouts, refusal: refusal, budget: budget))
+            try channel.pipeline.syncOperations.addHandler(
+                ConnectionGuard(timeouts: timeouts, refusal: refusal, seat: seat, budget: budget))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -69,9 +74,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
 extension HTTPServerBuilder {
     /// HTTP/1 behind Herald's front door (see `GuardedHTTP1Channel.init`).
-    static func guardedHTTP1(_ server: HeraldConfiguration.Server, trustedProxies: [IPNetwork], descriptors: Int) -> HTTPServerBuilder {
+    static func guardedHTTP1(_ server: HeraldConfiguration.Server, limits: HeraldConfiguration.Limits, descriptors: Int) -> HTTPServerBuilder {
         .init { responder in
-            GuardedHTTP1Channel(responder: responder, server: server, trustedProxies: trustedProxies, descriptors: descriptors)
+            GuardedHTTP1Channel(
+                responder: responder, server: server, trustedProxies: limits.trustedProxies, ipv6Prefix: limits.ipv6ClientPrefix,
+                descriptors: descriptors)
         }
     }
 }

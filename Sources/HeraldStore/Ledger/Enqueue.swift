@@ -18,7 +18,7 @@ extension OutboxEngine {
         throws -> Int64
     {
         let at = now.milliseconds
-        let key = request.recipient.throttleKey
+        let key = request.recipientKey
         if let throttle {
             try lockThrottle(db, key: key)
             try checkCooldown(db, throttle, key: key, at: at, SendLimits.queuedCooldown(request, key: key, at: at))

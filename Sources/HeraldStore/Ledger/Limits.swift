@@ -70,7 +70,7 @@ extension LedgerEngine {
         _ db: Session, _ request: ActionRequest, reason: HeraldError.Code, throttle: SendThrottle?, quota: SendQuota?, now: Date
     ) throws {
         let at = now.milliseconds
-        let key = request.recipient.throttleKey
+        let key = request.recipientKey
         if let throttle {
             try lockThrottle(db, key: key)
             try checkCooldown(db, throttle, key: key, at: at, SendLimits.suppressedCooldown(request, key: key, at: at))

@@ -881,5 +881,27 @@ extension LedgerMigration {
             postgres: Step(
                 "v19: a row for health checks to write",
                 "CREATE TABLE ledger_probe (id BIGINT PRIMARY KEY, probed_at BIGINT NOT NULL)")),
+        // A client network's share of the project's hourly quota is counted beside the project's and the accounts'
+        // (`limits.projectSharePerNetwork`, keyed by the network's /24 or /48). SQLite widens the CHECK by rebuilding
+        // the table (a few hours of counters); PostgreSQL replaces the constraint.
+        LedgerMigration(
+            sqlite: Step(
+                "v20: a client network's share of the project quota",
+                """
+                CREATE TABLE send_counts_rebuilt (
+                    scope TEXT NOT NULL CHECK (scope IN ('project','account','network')),
+                    key TEXT NOT NULL,                  -- account uid, a hash of the address when it has none, or a network
+                    hour INTEGER NOT NULL,              -- Unix milliseconds / 3,600,000
+                    count INTEGER NOT NULL,
+                    PRIMARY KEY (scope, key, hour)
+                ) WITHOUT ROWID;
+                INSERT INTO send_counts_rebuilt SELECT scope, key, hour, count FROM send_counts;
+                DROP TABLE send_counts;
+                ALTER TABLE send_counts_rebuilt RENAME TO send_counts;
+                """),
+            postgres: Step(
+                "v20: a client network's share of the project quota",
+                "ALTER TABLE send_counts DROP CONSTRAINT send_counts_scope_check",
+                "ALTER TABLE send_counts ADD CONSTRAINT send_counts_scope_check CHECK (scope IN ('project','account','network'))")),
     ]
 }

@@ -62,7 +62,7 @@ extension PostgresStore {
             locales.append(request.locale.value)
             displayNames.append(request.displayName ?? "")
             hasDisplayName.append(request.displayName == nil ? 0 : 1)
-            recipientKeys.append(request.recipient.throttleKey)
+            recipientKeys.append(request.recipientKey)
         }
         return try db.fetchColumn(
             """

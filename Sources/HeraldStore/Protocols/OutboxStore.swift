@@ -6,7 +6,7 @@ import NIOPosix
 public protocol OutboxStore: WorkerRegistry {
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
     ///
-    /// With a throttle (keyed by the recipient's `throttleKey`) and a quota, the checks and the insert share the
+    /// With a throttle (keyed by the request's `recipientKey`) and a quota, the checks and the insert share the
     /// transaction, so concurrent requests cannot both slip through. `messageDomain` is the right-hand side of the
     /// row's Message-ID.
     /// - Throws: `LimitRefusal` (`TOO_MANY_ATTEMPTS_TRY_LATER`, `QUOTA_EXCEEDED`) when a limit refuses.

@@ -47,7 +47,7 @@ extension SQLiteStore {
         ).execute(arguments: [
             request.kind.rawValue, request.recipient.value, request.email.value, request.newEmail?.value,
             request.locale.value, request.displayName, row.settings, row.messageID,
-            at, at, at, at, bulkID, request.recipient.throttleKey,
+            at, at, at, at, bulkID, request.recipientKey,
         ])
         return db.changesCount > 0
     }
