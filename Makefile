@@ -6,8 +6,11 @@ BENCH_N ?= 20000
 
 .PHONY: demo test test-run deps build bench format lint clean
 
-## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server).
-demo: deps build
+## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server). Installs and builds only
+## what the demo runs (`make test` builds the rest).
+demo:
+	scripts/install-deps.sh demo
+	$(SWIFT) build --product herald
 	scripts/demo.sh
 
 ## Install what is needed, build, and run the Swift and the end-to-end Python tests, beside a throwaway PostgreSQL

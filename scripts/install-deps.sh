@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Herald needs to build, test, demo or benchmark on Debian: system packages
-# (only those missing) and the Python test tools. Usage: scripts/install-deps.sh [bench]
+# (only those missing) and the Python test tools. Usage: scripts/install-deps.sh [demo|bench]
+# (`demo`: only what `make demo` runs: the build's libraries and the capture SMTP server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,12 @@ cd "$(dirname "$0")/.."
 # postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
 # smtp-source tools serve the benchmark.
 packages=(libcurl4-openssl-dev libsqlite3-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix libfaketime)
+requirements=Tests/requirements.txt
+if [ "${1:-}" = "demo" ]; then
+  packages=(libcurl4-openssl-dev libsqlite3-dev pkg-config ca-certificates)
+  requirements=$(mktemp)
+  grep '^aiosmtpd' Tests/requirements.txt >"$requirements"
+fi
 command -v python3 >/dev/null || packages+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
 if [ "${1:-}" = "bench" ]; then packages+=(wrk); fi
@@ -29,6 +36,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-pip_install=(python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r Tests/requirements.txt)
+pip_install=(python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -r "$requirements")
 # Debian's own python3 is "externally managed" (PEP 668); the test tools then go in beside it.
 "${pip_install[@]}" 2>/dev/null || "${pip_install[@]}" --break-system-packages

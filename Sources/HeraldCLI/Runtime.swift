@@ -60,6 +60,14 @@ struct Runtime {
             logger: logger)
     }
 
+    /// Refuses to start a sender without a relay: Herald has no built-in SMTP server to fall back on.
+    func requireRelay() throws {
+        guard configuration.smtp.url.isEmpty else { return }
+        throw HeraldError(
+            .invalidConfiguration,
+            "smtp.url: not set; name your SMTP relay in the config file or HERALD_SMTP_URL, e.g. smtp://mail.example.com:587")
+    }
+
     /// Opens the given number of SMTP connections to `smtp.url` as one dispatcher: the worker's lanes.
     var makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher {
         let settings = SMTPSettings(configuration.smtp)

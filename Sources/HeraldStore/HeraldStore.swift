@@ -18,6 +18,9 @@ public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore
 
 /// Opens the store a configuration names.
 public enum StoreOpener {
+    /// The ledger schema this build migrates to: the number of migrations it knows.
+    public static var schemaVersion: Int { LedgerMigration.all.count }
+
     /// The PostgreSQL ledger at `database.url` when it names one, else the SQLite ledger at `database.path`;
     /// created and migrated as needed.
     ///

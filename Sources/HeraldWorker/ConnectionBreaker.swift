@@ -41,6 +41,9 @@ final class ConnectionBreaker: Sendable {
         }
     }
 
+    /// When the outage under way began (its first failure), if one is.
+    var outageBegan: Date? { state.withLock { $0.firstFailure } }
+
     /// When the pause ends and why it began, while the connection is paused.
     var pause: (until: MonotonicInstant, reason: String)? {
         state.withLock { state in

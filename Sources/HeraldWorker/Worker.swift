@@ -54,6 +54,8 @@ public struct Worker: Sendable {
     let metrics = WorkerMetrics()
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
+    /// Told why the SMTP relay fails while it does, on each failed connection of an outage, and nil once it answers again.
+    public var onRelayProblem: @Sendable (RelayProblem?) -> Void = { _ in }
     /// Mail queued by this process (`Actions.queued`): an idle worker claims at once instead of at its next poll.
     public var queueSignal: QueueSignal?
     /// The process also serves the API (`herald serve`). Its cores are the requests' too, so unsigned mail is rendered
@@ -301,9 +303,13 @@ public struct Worker: Sendable {
             }
             if result.outcome == .connection || result.outcome == .possiblyDelivered {
                 pause = lanes[lane].breaker.failed(result.replyText)
+                if result.outcome == .connection, let since = lanes[lane].breaker.outageBegan {
+                    onRelayProblem(RelayProblem(reason: result.replyText, since: since))
+                }
             } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
                 logger.info("SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))")
+                onRelayProblem(nil)
             }
             let outcome = Outcome(claimed: claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
             // False only when the desk failed; the unrecorded row returns when this worker is found gone.
@@ -312,9 +318,12 @@ public struct Worker: Sendable {
                 return
             }
             if let pause {
-                logger.warning(
-                    "SMTP connection failed; waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
-                    metadata: ["reply": "\(result.replyText)", "connection": "\(context.owners[lane])"])
+                let problem = RelayProblem(reason: result.replyText, since: Date())
+                let what = problem.isConfiguration ? "the SMTP relay refuses Herald's configuration" : "SMTP connection failed"
+                logger.log(
+                    level: problem.isConfiguration ? .error : .warning,
+                    "\(what); waiting for the server: this connection pauses \(String(format: "%.1f", pause)) s",
+                    metadata: ["reply": "\(problem)", "connection": "\(context.owners[lane])"])
                 try giveBack(lane, lanes[lane].queue[lanes[lane].next...])
                 (lanes[lane].queue, lanes[lane].next) = ([], 0)
             }

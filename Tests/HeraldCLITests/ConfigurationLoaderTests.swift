@@ -41,7 +41,9 @@ import Testing
             smtp: {url: "smtps://mail.acme.example:465", requireStartTLS: true, connections: 4, timeout: 20s}
             worker: {maxAttempts: 5, backoffBase: 10s, maxQueueWait: {signIn: 5m}}
             """)
-        #expect(configuration.links.actionURL == "https://acme.firebaseapp.com/__/auth/action")
+        // Links go to Herald's own action page, at the listener unless server.publicUrl says otherwise.
+        #expect(configuration.links.actionURL == "http://127.0.0.1:9099/__/auth/action")
+        #expect(configuration.smtp.url == "smtps://mail.acme.example:465")
         #expect(configuration.links.authorizedDomains == ["acme.example", "localhost"])
         #expect(configuration.links.defaultLocale.value == "pl")
         #expect(configuration.links.lifetime[.signIn] == 1800)
@@ -178,9 +180,38 @@ import Testing
         #expect(configuration.links.lifetime[.recoverEmail] == 3600)
     }
 
-    @Test func environmentVariablesAreNotCheckedForUnknownKeys() async throws {
+    @Test func environmentVariablesFarFromEveryKeyAreLeftAlone() async throws {
         let configuration = try await load("project: {id: acme}", environment: ["HERALD_SOMETHING_ELSE": "x"])
         #expect(configuration.project.id == "acme")
+    }
+
+    @Test func aMistypedEnvironmentVariableIsNamedWithTheNearestKey() async throws {
+        let message = await problem("project: {id: acme}", environment: ["HERALD_SMTP_TIMOUT": "5s"])
+        #expect(message?.hasSuffix("HERALD_SMTP_TIMOUT: unknown configuration variable (did you mean HERALD_SMTP_TIMEOUT?)") == true)
+    }
+
+    @Test func variablesOfKeysWithDigitsWorkAsWrittenAndAsTheLibrarySpellsThem() async throws {
+        let natural = try await load("project: {id: acme}", environment: ["HERALD_LIMITS_IPV6_CLIENT_PREFIX": "48"])
+        #expect(natural.limits.ipv6ClientPrefix == 48)
+        let library = try await load("project: {id: acme}", environment: ["HERALD_LIMITS_IPV6CLIENT_PREFIX": "56"])
+        #expect(library.limits.ipv6ClientPrefix == 56)
+        #expect(ConfigurationParser.environmentName(of: "dkim.ed25519KeyFile") == "HERALD_DKIM_ED25519_KEY_FILE")
+        #expect(ConfigurationParser.environmentName(of: "smtp.requireStartTLS") == "HERALD_SMTP_REQUIRE_START_TLS")
+    }
+
+    @Test func thePublicURLIsTheActionPagesBase() async throws {
+        let behindProxy = try await load("server: {publicUrl: 'https://auth.example.com/'}")
+        #expect(behindProxy.server.publicURL == "https://auth.example.com")
+        #expect(behindProxy.links.actionURL == "https://auth.example.com/__/auth/action")
+        let wildcard = try await load("server: {host: '::', port: 8080}")
+        #expect(wildcard.links.actionURL == "http://[::1]:8080/__/auth/action")
+        let set = try await load("server: {publicUrl: 'https://auth.example.com'}\nlinks: {actionUrl: 'https://acme.firebaseapp.com/__/auth/action'}")
+        #expect(set.links.actionURL == "https://acme.firebaseapp.com/__/auth/action")
+        #expect(await problem("server: {publicUrl: 'auth.example.com'}")?.contains("server.publicUrl") == true)
+    }
+
+    @Test func noRelayIsBuiltIn() async throws {
+        #expect(try await load("project: {id: acme}").smtp.url == "")
     }
 
     @Test func failureGraceIsADuration() async throws {

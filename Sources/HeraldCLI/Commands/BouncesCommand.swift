@@ -89,7 +89,7 @@ struct ListenForBounces: AsyncParsableCommand {
                 configuration: .init(
                     services: [.init(service: listener, serviceName: "bounces")], gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
-            try await group.run()
+            try await listening("bounces.listenPort", host: bounces.listenHost, port: bounces.listenPort) { try await group.run() }
         }
     }
 

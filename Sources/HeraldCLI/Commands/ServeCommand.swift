@@ -32,6 +32,8 @@ struct ServeCommand: AsyncParsableCommand {
             let runtime = try await Runtime.load(global)
             HeraldMetrics.bootstrap()  // before the worker makes its counters
             let configuration = runtime.configuration
+            // Emulator mode lists its codes instead of mailing them.
+            if !noWorker, !configuration.server.emulatorMode { try runtime.requireRelay() }
             let store = try await runtime.openStoreWaiting()
             let composer = try runtime.composer()
             let logger = runtime.logger
@@ -52,6 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
                 var worker = Worker(
                     store: store, composer: composer, configuration: configuration, logger: logger, makeDispatcher: runtime.makeDispatcher)
                 worker.onLedgerUnavailable = { reason in health.setUnavailable(reason) }
+                worker.onRelayProblem = { problem in health.setRelayProblem(problem.map(\.sinceDescription)) }
                 worker.queueSignal = actions.queued
                 worker.besideAPI = true
                 // On PostgreSQL, mail other processes queue wakes the embedded worker too.
@@ -75,7 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(.init(service: app, serviceName: "http"))
             let group = ServiceGroup(
                 configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await StopSignals.run(group)
+            try await listening("server.port", host: host, port: configuration.server.port) { try await StopSignals.run(group) }
         }
     }
 }

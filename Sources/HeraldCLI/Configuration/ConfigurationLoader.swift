@@ -30,7 +30,7 @@ public enum ConfigurationLoader {
             "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET", "HERALD_SERVER_METRICS_TOKEN",
         ])
         let env = EnvironmentVariablesProvider(
-            environmentVariables: environment, secretsSpecifier: .specific(secrets)
+            environmentVariables: ConfigurationParser.withLibrarySpellings(environment), secretsSpecifier: .specific(secrets)
         ).prefixKeys(with: "herald")
         let keys = try fileKeys(path)
         let parser = ConfigurationParser(
@@ -38,6 +38,7 @@ public enum ConfigurationLoader {
             webhookNames: ConfigurationParser.webhookNames(in: keys))
         let configuration = try await parser.parse()
         try parser.rejectUnknownKeys(keys)
+        try parser.rejectMistypedVariables(in: environment)
         return configuration
     }
 
@@ -172,7 +173,18 @@ struct ConfigurationParser {
             return name.isEmpty ? "must not be empty" : nil
         }
 
-        c.links.actionURL = try await text("links.actionUrl", "https://\(c.project.id).firebaseapp.com/__/auth/action") {
+        c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
+        c.server.port = try await number("server.port", c.server.port, in: 0...65535)
+        c.server.publicURL = try await text("server.publicUrl", c.server.defaultPublicURL) {
+            guard let url = URLComponents(string: $0), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+                url.query == nil, url.fragment == nil
+            else {
+                return "expected an absolute http(s) URL without a query, such as https://auth.example.com"
+            }
+            return nil
+        }
+        while c.server.publicURL.hasSuffix("/") { c.server.publicURL.removeLast() }
+        c.links.actionURL = try await text("links.actionUrl", c.server.publicURL + "/__/auth/action") {
             guard let url = URLComponents(string: $0), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
                 return "expected an absolute http(s) URL"
             }
@@ -188,6 +200,7 @@ struct ConfigurationParser {
         }
 
         c.smtp.url = try await text("smtp.url", c.smtp.url) {
+            guard !$0.isEmpty else { return nil }  // refused by the commands that send (`Runtime.requireRelay`)
             guard let url = URLComponents(string: $0), ["smtp", "smtps"].contains(url.scheme?.lowercased() ?? "") else {
                 return "expected smtp://host:port or smtps://host:port, got '\($0.contains("@") ? "<redacted>" : $0)'"
             }
@@ -259,8 +272,6 @@ struct ConfigurationParser {
                     + "2 × (smtp.connectTimeout + smtp.timeout + smtp.dataTimeout) = \(DurationText.format(2 * exchange)), "
                     + "or a slow send outlives its lease and another worker sends the row again")
         }
-        c.server.host = try await text("server.host", c.server.host) { $0.isEmpty ? "must not be empty" : nil }
-        c.server.port = try await number("server.port", c.server.port, in: 0...65535)
         c.server.adminToken = try await text("server.adminToken", c.server.adminToken, secret: true, check: ConfigurationLoader.adminTokenProblem)
         c.server.allowEmulatorOwner = try await flag("server.allowEmulatorOwner", c.server.allowEmulatorOwner)
         c.server.emulatorMode = try await flag("server.emulatorMode", c.server.emulatorMode)
@@ -494,7 +505,7 @@ extension ConfigurationParser {
     /// Fails on the first of `fileKeys` that `parse()` never asked for, suggesting the nearest key it did ask for.
     ///
     /// A known section with no keys under it (`policy:` with every line commented out) is fine. Call after
-    /// `parse()`; environment variables are not checked (unrelated `HERALD_*` variables may exist).
+    /// `parse()`; `rejectMistypedVariables` checks the environment.
     func rejectUnknownKeys(_ fileKeys: [String]) throws {
         let known = asked.all
         let sections = Set(known.flatMap(Self.sections))
@@ -506,17 +517,67 @@ extension ConfigurationParser {
         throw problem(unknown, "unknown configuration key (did you mean \(nearest)?)")
     }
 
+    /// Fails on a `HERALD_…` environment variable that names no key `parse()` asked for but lies within two edits of
+    /// one that does (`HERALD_SMTP_TIMOUT`), naming that one. Variables further from every key are left alone: other
+    /// programs (and Herald's own test tools) use the prefix too.
+    func rejectMistypedVariables(in environment: [String: String]) throws {
+        let names = asked.all.map(Self.environmentName)
+        let known = Set(names.map(Self.librarySpelling)).union(Self.variablesBesideKeys)
+        let unknown = environment.keys.filter { $0.hasPrefix("HERALD_") && !known.contains(Self.librarySpelling($0)) }.sorted()
+        for variable in unknown {
+            guard let nearest = Self.nearest(to: variable, in: Set(names).union(Self.variablesBesideKeys), within: 2) else { continue }
+            throw problem(variable, "unknown configuration variable (did you mean \(nearest)?)")
+        }
+    }
+
+    /// Variables Herald reads that are no configuration key.
+    static let variablesBesideKeys: Set<String> = ["HERALD_DATABASE_PASSWORD"]
+
+    /// The environment variable that sets `key`: `HERALD_` and the key's parts in upper case, joined by underscores,
+    /// with one more underscore wherever a word begins (`links.lifetime.signIn` → `HERALD_LINKS_LIFETIME_SIGN_IN`,
+    /// `dkim.ed25519KeyFile` → `HERALD_DKIM_ED25519_KEY_FILE`).
+    static func environmentName(of key: String) -> String {
+        let parts = key.split(separator: ".").map { part -> String in
+            var words = ""
+            var previous: Character?
+            for character in part {
+                if let previous, previous.isLowercase || previous.isNumber, character.isUppercase { words.append("_") }
+                words.append(character.isLetter || character.isNumber ? Character(character.uppercased()) : "_")
+                previous = character
+            }
+            return words
+        }
+        return (["HERALD"] + parts).joined(separator: "_")
+    }
+
+    /// A variable as swift-configuration spells it, which starts a word after a lower-case letter only:
+    /// `HERALD_DKIM_ED25519_KEY_FILE` is its `HERALD_DKIM_ED25519KEY_FILE`.
+    static func librarySpelling(_ variable: String) -> String {
+        variable.replacing(/([0-9])_([A-Z])/) { "\($0.1)\($0.2)" }
+    }
+
+    /// The environment with each `HERALD_` variable also under swift-configuration's spelling, so both
+    /// `HERALD_DKIM_ED25519_KEY_FILE` (as documented) and `HERALD_DKIM_ED25519KEY_FILE` set `dkim.ed25519KeyFile`.
+    static func withLibrarySpellings(_ environment: [String: String]) -> [String: String] {
+        var spelled = environment
+        for (name, value) in environment where name.hasPrefix("HERALD_") {
+            let library = librarySpelling(name)
+            if library != name, spelled[library] == nil { spelled[library] = value }
+        }
+        return spelled
+    }
+
     /// The sections a key lies in: `links` and `links.lifetime` for `links.lifetime.signIn`.
     static func sections(of key: String) -> [String] {
         let parts = key.split(separator: ".")
         return parts.indices.dropFirst().map { parts[..<$0].joined(separator: ".") }
     }
 
-    /// The key closest to `key` by edit distance, ignoring case, if it is within three edits.
-    static func nearest(to key: String, in known: Set<String>) -> String? {
+    /// The key closest to `key` by edit distance, ignoring case, if it is within `limit` edits.
+    static func nearest(to key: String, in known: Set<String>, within limit: Int = 3) -> String? {
         let scored = known.map { (distance: editDistance(key.lowercased(), $0.lowercased()), candidate: $0) }
         let best = scored.min { ($0.distance, $0.candidate) < ($1.distance, $1.candidate) }
-        guard let best, best.distance <= 3 else { return nil }
+        guard let best, best.distance <= limit else { return nil }
         return best.candidate
     }
 

@@ -36,8 +36,8 @@ public struct HeraldConfiguration: Sendable {
 
     /// How action links are built and how long their codes live.
     public struct Links: Sendable {
-        /// Base of every web action link; defaults to `https://<project>.firebaseapp.com/__/auth/action`.
-        public var actionURL = "https://herald-demo.firebaseapp.com/__/auth/action"
+        /// Base of every web action link; defaults to Herald's own action page, `<server.publicUrl>/__/auth/action`.
+        public var actionURL = "http://127.0.0.1:9099/__/auth/action"
         public var authorizedDomains = ["localhost", "herald-demo.firebaseapp.com"]
         public var defaultLocale = try! LocaleTag("en")
         /// Code lifetime per action, counted from the moment the email is sent.
@@ -51,7 +51,8 @@ public struct HeraldConfiguration: Sendable {
     /// The operator's SMTP server.
     public struct SMTP: Sendable {
         /// `smtp://host:port[/ehlo-name]` or `smtps://host:port[/ehlo-name]`.
-        public var url = "smtp://127.0.0.1:2525"
+        /// No default: `herald worker` and `herald serve` refuse to start without one (the shipped config sets one).
+        public var url = ""
         /// Refuse to send unless the server upgrades the connection with STARTTLS.
         public var requireStartTLS = false
         public var username = ""
@@ -97,6 +98,9 @@ public struct HeraldConfiguration: Sendable {
         public var host = "127.0.0.1"
         /// 0 picks a free port (printed on start-up).
         public var port = 9099
+        /// Where browsers reach this server (its action pages and console): `links.actionUrl` defaults to it plus
+        /// `/__/auth/action`. Defaults to the listener, `defaultPublicURL`.
+        public var publicURL = "http://127.0.0.1:9099"
         /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them. At least 32 bytes of 8 or
         /// more different characters (the loader refuses weaker ones).
         public var adminToken = ""
@@ -139,6 +143,18 @@ public struct HeraldConfiguration: Sendable {
         /// long of the last count answers with the gauges as they are; 0 counts on every scrape.
         public var metricsGaugeInterval: TimeInterval = 10
         public init() {}
+
+        /// `http://<host>:<port>`, with a wildcard listener's loopback address in its place (`0.0.0.0` → `127.0.0.1`,
+        /// `::` → `[::1]`) and an IPv6 host in brackets.
+        public var defaultPublicURL: String {
+            let reachable =
+                switch host {
+                case "0.0.0.0", "": "127.0.0.1"
+                case "::", "[::]": "[::1]"
+                default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+                }
+            return "http://\(reachable):\(port)"
+        }
     }
 
     /// What the processes log, and how: to standard error, as text or one JSON object per line.

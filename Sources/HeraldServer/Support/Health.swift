@@ -19,6 +19,8 @@ public final class Health: Sendable {
         var lastProbe = MonotonicInstant.distantPast
         /// The process could not open a file at the last look.
         var descriptorsExhausted = false
+        /// Why the SMTP relay fails the embedded worker, while it does.
+        var relay: String?
     }
 
     private let state = Mutex(State())
@@ -82,6 +84,15 @@ public final class Health: Sendable {
             logger.info("file descriptors available again")
         }
     }
+
+    /// Records why the SMTP relay fails the worker's connections (`nil` once it answers again). Mail waits in the ledger
+    /// meanwhile, so this is reported beside the status, never as a failure of the process.
+    public func setRelayProblem(_ reason: String?) {
+        state.withLock { $0.relay = reason }
+    }
+
+    /// Why the SMTP relay fails, while it does.
+    public var relayProblem: String? { state.withLock { $0.relay } }
 
     /// The recorded failure, or nil while healthy.
     public var failureReason: String? { state.withLock { $0.failure } }
