@@ -4,7 +4,7 @@ SWIFT ?= swift
 PYTHON ?= python3
 BENCH_N ?= 20000
 
-.PHONY: demo test test-run deps build bench format lint clean
+.PHONY: demo test test-run deps build bench docs format lint clean
 
 ## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server). Installs and builds only
 ## what the demo runs (`make test` builds the rest).
@@ -21,7 +21,7 @@ test: deps build
 
 test-run:
 	$(SWIFT) test --skip-build
-	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console Tests/postgres
+	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/integration Tests/http Tests/campaigns Tests/compat Tests/console Tests/postgres Tests/docs
 
 ## Debian packages (libcurl4-openssl-dev, …) and Python test tools, installed only when missing.
 deps:
@@ -40,6 +40,13 @@ bench:
 	HERALD_POSTGRES_DURABLE=1 scripts/with-postgres.sh $(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
 	$(PYTHON) scripts/soak-headers.py --herald .build/release/herald --count 15000
 
+## The documentation site: the reference pages generated from the code (scripts/docs.py: configuration keys, the CLI's
+## --help from .build/debug/herald when it is built, the OpenAPI document, error codes), then `mkdocs build --strict`
+## into site/.
+docs:
+	$(PYTHON) scripts/docs.py
+	$(PYTHON) -m mkdocs build --strict --site-dir site
+
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
@@ -47,4 +54,4 @@ lint:
 	$(SWIFT) format lint --recursive Sources Tests Package.swift
 
 clean:
-	rm -rf .build var
+	rm -rf .build var site
