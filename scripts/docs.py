@@ -366,8 +366,16 @@ class Defaults:
         match = re.fullmatch(r"(?:Int\()?(c(?:\.\w+)+?)(?:\.rawValue|\.value|\.sorted\(\))?(?:\[kind\]!)?\)?", fallback)
         return match.group(1) if match else None
 
+    # Defaults the loader derives from other keys, as the reference states them.
+    DERIVED = {
+        "c.server.defaultPublicURL": "http://<server.host>:<server.port>",
+        'c.server.publicURL + "/__/auth/action"': "<server.publicUrl>/__/auth/action",
+    }
+
     def value(self, asked):
         """The default's value: a str, int, float, bool or list."""
+        if asked.fallback in self.DERIVED:
+            return self.DERIVED[asked.fallback]
         path = self.property_path(asked.fallback)
         if path:
             source = self.property(path).value
@@ -409,7 +417,7 @@ class Defaults:
 
     def doc(self, asked):
         """The doc comment of the property the key fills, or ""."""
-        path = self.property_path(asked.fallback)
+        path = None if asked.fallback in self.DERIVED else self.property_path(asked.fallback)
         if path:
             member = self.property(path)
             return member.doc if member else ""
@@ -443,10 +451,12 @@ def format_duration(seconds):
 
 
 def environment_variable(key):
-    """The variable that overrides a key: swift-configuration's EnvironmentKeyEncoder with the HERALD prefix."""
+    """The variable that overrides a key, as the loader documents it (`ConfigurationParser.environmentName`): a word
+    boundary wherever a lower-case letter or a digit meets an upper-case one. swift-configuration's own spelling, with
+    no boundary after a digit (`HERALD_DKIM_ED25519KEY_FILE`), works too."""
     components = []
     for component in ["herald"] + key.split("."):
-        spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", component)
+        spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", component)
         components.append(re.sub(r"[^A-Za-z0-9<>]", "_", spaced.upper()))
     return "_".join(components)
 
@@ -592,10 +602,12 @@ def configuration_page():
         "# Configuration keys\n",
         "Herald reads one YAML file: `--config PATH`, by default `config/herald.yaml`, which works as-is for the demo. "
         "Precedence: environment > file > built-in default. Every key can be set from the environment as `HERALD_` "
-        "and the key in upper snake case, with a word boundary wherever a lower-case letter meets an upper-case one "
-        "(lists comma-separated). Durations take `ms`, `s`, `m`, `h` or `d`. An invalid value, and a key in the file "
-        "that Herald does not read, stop start-up with one line naming the key, e.g. "
-        "`error: INVALID_CONFIGURATION : smtp.timout: unknown configuration key (did you mean smtp.timeout?)`.\n",
+        "and the key in upper snake case, with a word boundary wherever a lower-case letter or a digit meets an "
+        "upper-case one (lists comma-separated). Durations take `ms`, `s`, `m`, `h` or `d`. An invalid value, a key in "
+        "the file that Herald does not read, and a `HERALD_` variable within two letters of a real one stop start-up "
+        "with one line naming it, e.g. "
+        "`error: INVALID_CONFIGURATION : smtp.timout: unknown configuration key (did you mean smtp.timeout?)`; "
+        "variables further from every key are left alone.\n",
         "The defaults are Herald's own, used where neither the file nor the environment sets a key; "
         "`config/herald.yaml` is the demo's file and sets some keys otherwise (its authorized domains, unsubscribe "
         "addresses). `<name>` stands for a name you choose: each `providers.oidc.<name>` and `webhooks.<name>` "

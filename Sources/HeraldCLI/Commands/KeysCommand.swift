@@ -34,7 +34,7 @@ struct ListKeys: AsyncParsableCommand {
 struct RotateKeys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate",
-        abstract: "Add a new signing key; restart `herald serve` to sign with it. Earlier keys verify for another hour.")
+        abstract: "Add a new signing key; restart `herald serve` to sign with it. Earlier keys verify for another 25 hours.")
 
     @OptionGroup var global: GlobalOptions
 

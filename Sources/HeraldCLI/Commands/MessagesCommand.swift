@@ -94,7 +94,7 @@ struct RequeueOptions: ParsableArguments {
 struct RetryMessages: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
-        abstract: "Requeue failed and dead rows (or --state expired|cancelled) with a fresh attempt budget and a new code.",
+        abstract: "Requeue failed and dead rows (or --state expired|cancelled|possibly-delivered) with a fresh attempt budget and a new code.",
         discussion: "Each is recorded in the ledger (outbox_events); the old code dies. Rows of a cancelled campaign are left alone.")
 
     @OptionGroup var global: GlobalOptions

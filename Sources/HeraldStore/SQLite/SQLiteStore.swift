@@ -93,7 +93,7 @@ public final class SQLiteStore: HeraldStore {
 
     /// Copies the WAL into the database and truncates it, so a quiet ledger holds no stale log.
     ///
-    /// SQLite checkpoints on its own every 1,000 pages, but cannot while a reader holds an old snapshot
+    /// SQLite checkpoints on its own every `wal_autocheckpoint` pages (8,000), but cannot while a reader holds an old snapshot
     /// and never shrinks the file below `journal_size_limit`; the worker calls this when idle.
     public func checkpoint() throws {
         try pool.writeWithoutTransaction { db in
