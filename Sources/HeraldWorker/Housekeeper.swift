@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import Logging
+import Synchronization
 
 /// The worker process's presence in the ledger, on its own thread: registers it, beats its
 /// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, and prunes link
@@ -31,6 +32,8 @@ final class Housekeeper: @unchecked Sendable {
     /// What this worker's heartbeats tell its send loop.
     let fence: ClaimFence
     private var lastPrune = Date.distantPast
+    /// What the connections last said of the relay, and whether the ledger has it yet (written with a heartbeat).
+    private let relay = Mutex<(problem: RelayProblem?, written: Bool)>((nil, true))
     private let eventRetention: TimeInterval
     static let checkpointInterval: TimeInterval = 10
     static let pruneInterval: TimeInterval = 3600
@@ -92,6 +95,27 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
+    /// The relay began or went on failing this worker's connections (`problem`), or answers again (nil); the ledger
+    /// learns it with the next heartbeat, for `campaign watch` and the console of any process.
+    func relayChanged(_ problem: RelayProblem?) {
+        relay.withLock { $0 = (problem, false) }
+    }
+
+    /// Writes what the relay did since the last beat, if anything changed; on failure it is tried again next beat.
+    private func reportRelay() {
+        guard
+            let problem = relay.withLock({ state -> RelayProblem?? in
+                defer { state.written = true }
+                return state.written ? nil : .some(state.problem)
+            })
+        else { return }
+        do {
+            try store.reportRelay(worker: me.id, problem: problem.map { RelayReport(reason: $0.description, since: $0.since) })
+        } catch {
+            relay.withLock { if $0.problem == problem { $0.written = false } }
+        }
+    }
+
     private func beat() {
         let began = MonotonicInstant.now()
         let gap = began.seconds(since: lastBeat)
@@ -113,6 +137,7 @@ final class Housekeeper: @unchecked Sendable {
             steadySince = nil  // the ledger's trouble is logged by the threads that wait for it
             return
         }
+        reportRelay()
         sweep()
         prune()
         if Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval {

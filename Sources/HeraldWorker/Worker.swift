@@ -145,8 +145,13 @@ public struct Worker: Sendable {
                 }
                 deskThread.start()
                 do {
+                    let told = onRelayProblem
                     let loop = SendLoop(
-                        owners: owners, watch: watch, stop: stop, desk: desk, fence: housekeeper.fence, inFlight: inFlight)
+                        owners: owners, watch: watch, stop: stop, desk: desk, fence: housekeeper.fence, inFlight: inFlight,
+                        relay: { problem in
+                            housekeeper.relayChanged(problem)
+                            told(problem)
+                        })
                     results.add(try self.sendLoop(loop, dispatcher))
                 } catch {
                     results.fail(error)
@@ -202,6 +207,9 @@ public struct Worker: Sendable {
         let fence: ClaimFence
         /// Sends under way on every connection, for the stop's bound.
         let inFlight: InFlightCount
+        /// Told when the relay begins or goes on failing a connection, and nil once it answers again: the heartbeat
+        /// records it in the ledger, and `onRelayProblem` hears it.
+        let relay: @Sendable (RelayProblem?) -> Void
     }
 
     /// One connection's state in the send loop.
@@ -304,12 +312,12 @@ public struct Worker: Sendable {
             if result.outcome == .connection || result.outcome == .possiblyDelivered {
                 pause = lanes[lane].breaker.failed(result.replyText)
                 if result.outcome == .connection, let since = lanes[lane].breaker.outageBegan {
-                    onRelayProblem(RelayProblem(reason: result.replyText, since: since))
+                    context.relay(RelayProblem(reason: result.replyText, since: since))
                 }
             } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
                 logger.info("SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))")
-                onRelayProblem(nil)
+                context.relay(nil)
             }
             let outcome = Outcome(claimed: claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)
             // False only when the desk failed; the unrecorded row returns when this worker is found gone.

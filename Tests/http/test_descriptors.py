@@ -289,8 +289,12 @@ def test_an_smtp_connection_out_of_descriptors_names_emfile_and_the_mail_goes_ou
             timeout=15, what="an SMTP connection failure naming EMFILE", interval=0.1)
         assert " warning " in failures[0], failures[0]
         assert relay.connections == reached and relay.received_count == 0, "a connection reached the relay"
-        attempts = query(srv.db_path, "SELECT outcome, reply_text FROM delivery_attempts ORDER BY id")
-        assert any(a["outcome"] == "connection" and a["reply_text"].startswith(EXHAUSTION) for a in attempts), attempts
+        # The log line comes as the send finishes; the attempt is in the ledger once the desk has recorded it.
+        attempts = wait_until(
+            lambda: [a for a in query(srv.db_path, "SELECT outcome, reply_text FROM delivery_attempts ORDER BY id")
+                     if a["outcome"] == "connection" and a["reply_text"].startswith(EXHAUSTION)],
+            timeout=10, what="the attempt naming EMFILE recorded")
+        assert attempts, attempts
         [row] = query(srv.db_path, "SELECT state, attempts FROM outbox WHERE recipient = ?", (rcpt,))
         assert row["attempts"] == 0 and row["state"] != "sent", f"a connection failure is not charged: {row}"
         assert srv.running

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -199,3 +200,35 @@ def test_check_fails_naming_a_relay_that_refuses_the_configuration_and_a_shared_
     refused = write_config(tmp_path, name="refused.yaml", smtp={"url": f"smtp://127.0.0.1:{closed_port()}"})
     result = herald("check", config=refused, check=False)
     assert result.returncode == 1 and any(line.startswith("error") and "relay" in line for line in result.stdout.splitlines())
+
+
+def watch_lines(herald, config, campaign: str, seconds: float) -> list:
+    """What `herald campaign watch` prints (not on a terminal: one line per interval) within `seconds`."""
+    argv = herald.argv(("campaign", "watch", campaign, "--interval", "0.3"), config)
+    proc = subprocess.Popen(argv, cwd=herald.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={k: v for k, v in os.environ.items() if not k.startswith("HERALD_")})
+    try:
+        out, _ = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out.splitlines()
+
+
+def test_campaign_watch_says_why_nothing_moves(herald, tmp_path):
+    config = write_config(tmp_path, smtp={"url": f"smtp://127.0.0.1:{closed_port()}"},
+                          worker={"pollInterval": "100ms", "heartbeatTimeout": "3s", "connectionBackoffBase": "200ms",
+                                  "connectionBackoffCap": "1s"})
+    recipients = tmp_path / "recipients.csv"
+    recipients.write_text("email\nada@example.com\nbob@example.com\n")
+    created = herald("campaign", "create", "spring", "--action", "verify-email", "--recipients", recipients, config=config)
+    campaign = re.search(r"\d+", created.stdout).group(0)
+    # No worker: the watch says so instead of an unexplained 0.0 msg/s.
+    lines = watch_lines(herald, config, campaign, 2)
+    assert lines and "no worker is alive" in lines[-1], lines
+    # A worker whose relay refuses every connection: the watch names the relay's failure, read from the ledger.
+    herald.start("worker", config=config)
+    wait_until(lambda: "the SMTP relay fails" in (watch_lines(herald, config, campaign, 1.5) or [""])[-1], 30,
+               "campaign watch to name the relay's failure")
+    last = watch_lines(herald, config, campaign, 1.5)[-1]
+    assert "failed to connect" in last.lower() and "since" in last, last

@@ -51,8 +51,10 @@ def test_worker_metrics_follow_the_mail_it_sends(herald, capture, tmp_path):
 
     worker = herald.start("worker", config=config, name="worker")
     samples = wait_until(
-        lambda: (s := scrape(port)) and value(s, "herald_sends_total", outcome="sent") == 3 and s,
-        timeout=TIMEOUT, what="the three single sends counted")
+        # The counter counts a send as the worker finishes it; the gauge reads the ledger once the send is recorded.
+        lambda: (s := scrape(port)) and value(s, "herald_sends_total", outcome="sent") == 3
+        and value(s, "herald_outbox_messages", state="sent", action="verify-email") == 3 and s,
+        timeout=TIMEOUT, what="the three single sends counted and recorded")
     assert len(capture.messages()) == 3
     assert value(samples, "herald_sends_total", outcome="sent", reply_class="2xx") == 3
     assert value(samples, "herald_send_duration_seconds_count", outcome="sent") == 3
@@ -65,8 +67,9 @@ def test_worker_metrics_follow_the_mail_it_sends(herald, capture, tmp_path):
 
     herald("campaign", "resume", campaign, config=config)
     samples = wait_until(
-        lambda: (s := scrape(port)) and value(s, "herald_sends_total", outcome="sent") == 7 and s,
-        timeout=TIMEOUT, what="the campaign's four sends counted")
+        lambda: (s := scrape(port)) and value(s, "herald_sends_total", outcome="sent") == 7
+        and value(s, "herald_outbox_messages", state="sent", action="verify-email") == 7 and s,
+        timeout=TIMEOUT, what="the campaign's four sends counted and recorded")
     assert value(samples, "herald_send_duration_seconds_bucket", outcome="sent", le="+Inf") == 7
     assert value(samples, "herald_outbox_messages", state="sent", action="verify-email") == 7
     # Nothing of the campaign is pending any more: it drops out of the progress gauge.

@@ -53,7 +53,8 @@ extension ConsoleService {
         let workers = try store.liveWorkers(now: now).map { worker in
             LiveWorker(
                 host: worker.host, pid: worker.pid, startedAt: worker.startedAt, heartbeatAt: worker.heartbeatAt,
-                alive: worker.heartbeatAge <= timeout)
+                alive: worker.heartbeatAge <= timeout,
+                relayProblem: worker.relayProblem.map { "\($0.reason) (since \($0.since.formatted(.iso8601)))" })
         }
         return (workers, try store.queueStatus())
     }
@@ -93,4 +94,16 @@ public struct LiveWorker: Sendable, Hashable {
     public let heartbeatAt: Date
     /// Whether it beat within `worker.heartbeatTimeout`.
     public let alive: Bool
+    /// Why the SMTP relay fails its connections and since when, as of its last heartbeat; nil while it does not.
+    public let relayProblem: String?
+}
+
+extension LiveWorker {
+    /// What keeps queued mail from going, in one line for `campaign watch` and the console: no live worker, or the
+    /// relay failing the live ones; nil when neither.
+    public static func obstacle(_ workers: [LiveWorker], pending: Int) -> String? {
+        let alive = workers.filter(\.alive)
+        if pending > 0, alive.isEmpty { return "no worker is alive: start herald worker (or herald serve)" }
+        return alive.compactMap(\.relayProblem).first.map { "the SMTP relay fails: \($0)" }
+    }
 }

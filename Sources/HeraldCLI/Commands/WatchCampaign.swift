@@ -12,7 +12,8 @@ struct WatchCampaign: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let campaigns = try await Runtime.load(global).actions().campaigns
+            let actions = try await Runtime.load(global).actions()
+            let campaigns = actions.campaigns
             _ = try campaigns.campaign(id: id)
             let terminal = isatty(STDOUT_FILENO) == 1
             var samples: [(Date, Int)] = []
@@ -27,16 +28,23 @@ struct WatchCampaign: AsyncParsableCommand {
                 let remaining = total - finished
                 let eta = rate > 0 ? String(format: "%.0fs", Double(remaining) / rate) : "-"
                 let percent = total == 0 ? 100 : Int(Double(finished) * 100 / Double(total))
-                let summary =
+                var summary =
                     "sent \(sent)/\(total) (\(percent)%), deferred \(counts[.deferred] ?? 0), failed \((counts[.failed] ?? 0) + (counts[.dead] ?? 0)), "
                     + String(format: "%.1f msg/s", rate) + ", ETA \(eta)"
+                // Why nothing moves, when something keeps it from moving.
+                if remaining > 0, let status = try? actions.console.workerStatus(),
+                    let obstacle = LiveWorker.obstacle(status.workers, pending: status.queue.pending)
+                {
+                    summary += "; \(obstacle)"
+                }
                 if terminal {
                     let width = 30
                     let filled = total == 0 ? width : width * finished / total
                     let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
                     FileHandle.standardOutput.write(Data("\r\u{1B}[2Kcampaign \(id) [\(bar)] \(summary)".utf8))
                 } else {
-                    print("campaign \(id): \(summary)")
+                    // Written at once, not buffered: whoever reads the pipe (`| tee`, a log) sees each line as it comes.
+                    FileHandle.standardOutput.write(Data("campaign \(id): \(summary)\n".utf8))
                 }
                 if remaining == 0 || campaign.state == .cancelled {
                     if terminal { print("") }

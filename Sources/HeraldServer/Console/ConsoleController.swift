@@ -169,9 +169,9 @@ struct ConsoleController: Sendable {
                 return lateness > 60 ? " The next due message has waited \(lateness)s." : ""
             } ?? ""
         let warning =
-            queue.pending > 0 && !workers.contains(where: \.alive)
-            ? ConsolePage.error("\(queue.pending) message(s) wait and no worker is alive: start herald worker (or herald serve).")
-            : ""
+            LiveWorker.obstacle(workers, pending: queue.pending).map { obstacle in
+                ConsolePage.error("\(queue.pending) message(s) wait and \(obstacle).")
+            } ?? ""
         return """
             <h2>Workers</h2>\(warning)\(ConsolePage.table(id: "workers", ["Host", "PID", "Started (UTC)", "Heartbeat", "State"], rows, empty: "No worker is registered."))
             <p class="muted" id="pending">\(queue.pending) waiting or being sent.\(late)</p>

@@ -903,5 +903,18 @@ extension LedgerMigration {
                 "v20: a client network's share of the project quota",
                 "ALTER TABLE send_counts DROP CONSTRAINT send_counts_scope_check",
                 "ALTER TABLE send_counts ADD CONSTRAINT send_counts_scope_check CHECK (scope IN ('project','account','network'))")),
+        // Why the SMTP relay fails a worker's connections, and since when, written with its heartbeat: what `campaign
+        // watch` and the console show other processes.
+        LedgerMigration(
+            sqlite: Step(
+                "v21: a worker's relay problem",
+                """
+                ALTER TABLE workers ADD COLUMN relay_problem TEXT;
+                ALTER TABLE workers ADD COLUMN relay_since INTEGER;
+                """),
+            postgres: Step(
+                "v21: a worker's relay problem",
+                "ALTER TABLE workers ADD COLUMN relay_problem TEXT",
+                "ALTER TABLE workers ADD COLUMN relay_since BIGINT")),
     ]
 }

@@ -23,6 +23,14 @@ extension OutboxEngine {
         }
     }
 
+    public func reportRelay(worker id: String, problem: RelayReport?) throws {
+        try write { db -> Void in
+            try db.execute(
+                "UPDATE workers SET relay_problem = ?, relay_since = ? WHERE id = ?",
+                [problem?.reason, problem?.since.milliseconds, id])
+        }
+    }
+
     public func rejoin(worker id: String, now: Date) throws {
         try write { db -> Void in
             try db.execute(
@@ -48,7 +56,10 @@ extension OutboxEngine {
                 WorkerProcess(
                     id: row["id"], host: row["host"], pid: Int32(truncatingIfNeeded: row["pid"] as Int64),
                     startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]),
-                    heartbeatAge: Double(row["heartbeat_age"] as Int64) / 1000)
+                    heartbeatAge: Double(row["heartbeat_age"] as Int64) / 1000,
+                    relayProblem: (row["relay_problem"] as String?).map {
+                        RelayReport(reason: $0, since: Date(milliseconds: row["relay_since"] as Int64? ?? 0))
+                    })
             }
         }
     }

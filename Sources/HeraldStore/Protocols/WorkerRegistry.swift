@@ -12,14 +12,31 @@ public struct WorkerProcess: Sendable, Hashable {
     /// How long ago the last heartbeat was, by the ledger's clock (PostgreSQL's, not this host's): what other hosts'
     /// workers are judged by.
     public let heartbeatAge: TimeInterval
+    /// Why the SMTP relay fails this worker's connections, and since when, as of its last heartbeat; nil while it does not.
+    public let relayProblem: RelayReport?
 
-    public init(id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, heartbeatAge: TimeInterval = 0) {
+    public init(
+        id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, heartbeatAge: TimeInterval = 0,
+        relayProblem: RelayReport? = nil
+    ) {
         self.id = id
         self.host = host
         self.pid = pid
         self.startedAt = startedAt
         self.heartbeatAt = heartbeatAt
         self.heartbeatAge = heartbeatAge
+        self.relayProblem = relayProblem
+    }
+}
+
+/// Why the SMTP relay fails a worker's connections, and since when (the first failure of the outage).
+public struct RelayReport: Sendable, Hashable {
+    public let reason: String
+    public let since: Date
+
+    public init(reason: String, since: Date) {
+        self.reason = reason
+        self.since = since
     }
 }
 
@@ -31,6 +48,9 @@ public protocol WorkerRegistry: Sendable {
     /// Marks the worker alive (by the ledger's clock; `now` on SQLite). Returns false, changing nothing, when the
     /// worker was given up for dead meanwhile (`returnOrphans`): the rows it holds are no longer its own.
     func heartbeat(worker id: String, now: Date) throws -> Bool
+
+    /// Records why the SMTP relay fails the worker's connections and since when (nil: it no longer does).
+    func reportRelay(worker id: String, problem: RelayReport?) throws
 
     /// Marks a worker that was given up for dead alive again, once it has let go of the rows it held.
     func rejoin(worker id: String, now: Date) throws
