@@ -41,6 +41,7 @@ let package = Package(
         ),
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "CThreadName"),
+        .target(name: "CCrypt", linkerSettings: [.linkedLibrary("crypt")]),
         .target(
             name: "HeraldCore",
             dependencies: ["CThreadName", .product(name: "Crypto", package: "swift-crypto")],
@@ -70,7 +71,7 @@ let package = Package(
         .target(
             name: "HeraldActions",
             dependencies: [
-                "HeraldCore", "HeraldHTTPClient", "HeraldMail", "HeraldStore",
+                "CCrypt", "HeraldCore", "HeraldHTTPClient", "HeraldMail", "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -179,6 +180,7 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

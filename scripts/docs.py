@@ -118,6 +118,19 @@ ERROR_MEANINGS = {
     "INVALID_REFRESH_TOKEN": "The refresh token is unknown.",
     "MISSING_LOCAL_ID": "An admin call that needs `localId` has none.",
     "UNEXPECTED_PARAMETER": "A field this call does not take.",
+    "MISSING_HASH_ALGORITHM": "An import carries password hashes but no `hashAlgorithm`.",
+    "INVALID_HASH_ALGORITHM": "The import's `hashAlgorithm` is not one Herald can check (`ARGON2` included).",
+    "INVALID_HASH_ROUNDS": "The import's `rounds` is outside Firebase's range for its algorithm.",
+    "INVALID_HASH_MEMORY_COST": "The import's `memoryCost` (1 to 14) or `cpuMemCost` (a power of two; 128·N·r·p at "
+    "most 128 MiB) is out of range.",
+    "INVALID_HASH_BLOCK_SIZE": "The import's `blockSize` is not 1 to 16.",
+    "INVALID_HASH_PARALLELIZATION": "The import's `parallelization` is under 1.",
+    "INVALID_HASH_DERIVED_KEY_LENGTH": "The import's `dkLen` is not 1 to 128.",
+    "INVALID_HASH_KEY": "The import's `signerKey` is missing or not base64.",
+    "INVALID_HASH_SALT_SEPARATOR": "The import's `saltSeparator` is not base64.",
+    "INVALID_PASSWORD_HASH": "An imported user's `passwordHash` is not base64, or not a hash the batch's algorithm "
+    "makes (wrong length, not a bcrypt string, bcrypt cost over 14).",
+    "INVALID_PASSWORD_SALT": "An imported user's `salt` is not base64 or longer than 256 bytes.",
     "CREDENTIAL_TOO_OLD_LOGIN_AGAIN": "Changing the email or password, or deleting the account, needs a sign-in "
     "within the last 5 minutes.",
     "UNAVAILABLE": "The ledger cannot commit right now (busy, locked, read-only, full, cut off); nothing was "

@@ -67,6 +67,17 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidRefreshToken = "INVALID_REFRESH_TOKEN"
             case missingLocalID = "MISSING_LOCAL_ID"
             case unexpectedParameter = "UNEXPECTED_PARAMETER"
+            case missingHashAlgorithm = "MISSING_HASH_ALGORITHM"
+            case invalidHashAlgorithm = "INVALID_HASH_ALGORITHM"
+            case invalidHashRounds = "INVALID_HASH_ROUNDS"
+            case invalidHashMemoryCost = "INVALID_HASH_MEMORY_COST"
+            case invalidHashBlockSize = "INVALID_HASH_BLOCK_SIZE"
+            case invalidHashParallelization = "INVALID_HASH_PARALLELIZATION"
+            case invalidHashDerivedKeyLength = "INVALID_HASH_DERIVED_KEY_LENGTH"
+            case invalidHashKey = "INVALID_HASH_KEY"
+            case invalidHashSaltSeparator = "INVALID_HASH_SALT_SEPARATOR"
+            case invalidPasswordHash = "INVALID_PASSWORD_HASH"
+            case invalidPasswordSalt = "INVALID_PASSWORD_SALT"
             case credentialTooOldLoginAgain = "CREDENTIAL_TOO_OLD_LOGIN_AGAIN"
             case unavailable = "UNAVAILABLE"
             case webContextCancelled = "WEB_CONTEXT_CANCELLED"
@@ -145,6 +156,19 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidRefreshToken = Code(.invalidRefreshToken)
         public static let missingLocalID = Code(.missingLocalID)
         public static let unexpectedParameter = Code(.unexpectedParameter)
+        // The hash fields of an import (accounts:batchCreate), named as firebase-admin names them.
+        public static let missingHashAlgorithm = Code(.missingHashAlgorithm)
+        public static let invalidHashAlgorithm = Code(.invalidHashAlgorithm)
+        public static let invalidHashRounds = Code(.invalidHashRounds)
+        public static let invalidHashMemoryCost = Code(.invalidHashMemoryCost)
+        public static let invalidHashBlockSize = Code(.invalidHashBlockSize)
+        public static let invalidHashParallelization = Code(.invalidHashParallelization)
+        public static let invalidHashDerivedKeyLength = Code(.invalidHashDerivedKeyLength)
+        public static let invalidHashKey = Code(.invalidHashKey)
+        public static let invalidHashSaltSeparator = Code(.invalidHashSaltSeparator)
+        /// One imported user's `passwordHash` is not base64, or not a hash the batch's algorithm can have made.
+        public static let invalidPasswordHash = Code(.invalidPasswordHash)
+        public static let invalidPasswordSalt = Code(.invalidPasswordSalt)
         public static let credentialTooOldLoginAgain = Code(.credentialTooOldLoginAgain)
         /// The ledger cannot be read or committed right now (busy, locked, read-only, full, I/O): try again later.
         public static let unavailable = Code(.unavailable)
