@@ -110,7 +110,7 @@ final class Housekeeper: @unchecked Sendable {
             })
         else { return }
         do {
-            try store.reportRelay(worker: me.id, problem: problem.map { RelayReport(reason: $0.description, since: $0.since) })
+            try store.reportRelay(worker: me.id, problem: problem)
         } catch {
             relay.withLock { if $0.problem == problem { $0.written = false } }
         }

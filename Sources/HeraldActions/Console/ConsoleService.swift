@@ -54,7 +54,7 @@ extension ConsoleService {
             LiveWorker(
                 host: worker.host, pid: worker.pid, startedAt: worker.startedAt, heartbeatAt: worker.heartbeatAt,
                 alive: worker.heartbeatAge <= timeout,
-                relayProblem: worker.relayProblem.map { "\($0.reason) (since \($0.since.formatted(.iso8601)))" })
+                relayProblem: worker.relayProblem.map(\.sinceDescription))
         }
         return (workers, try store.queueStatus())
     }

@@ -23,7 +23,7 @@ extension OutboxEngine {
         }
     }
 
-    public func reportRelay(worker id: String, problem: RelayReport?) throws {
+    public func reportRelay(worker id: String, problem: RelayProblem?) throws {
         try write { db -> Void in
             try db.execute(
                 "UPDATE workers SET relay_problem = ?, relay_since = ? WHERE id = ?",
@@ -58,7 +58,7 @@ extension OutboxEngine {
                     startedAt: Date(milliseconds: row["started_at"]), heartbeatAt: Date(milliseconds: row["heartbeat_at"]),
                     heartbeatAge: Double(row["heartbeat_age"] as Int64) / 1000,
                     relayProblem: (row["relay_problem"] as String?).map {
-                        RelayReport(reason: $0, since: Date(milliseconds: row["relay_since"] as Int64? ?? 0))
+                        RelayProblem(reason: $0, since: Date(milliseconds: row["relay_since"] as Int64? ?? 0))
                     })
             }
         }

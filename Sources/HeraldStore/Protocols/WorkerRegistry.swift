@@ -13,11 +13,11 @@ public struct WorkerProcess: Sendable, Hashable {
     /// workers are judged by.
     public let heartbeatAge: TimeInterval
     /// Why the SMTP relay fails this worker's connections, and since when, as of its last heartbeat; nil while it does not.
-    public let relayProblem: RelayReport?
+    public let relayProblem: RelayProblem?
 
     public init(
         id: String, host: String, pid: Int32, startedAt: Date, heartbeatAt: Date, heartbeatAge: TimeInterval = 0,
-        relayProblem: RelayReport? = nil
+        relayProblem: RelayProblem? = nil
     ) {
         self.id = id
         self.host = host
@@ -29,14 +29,35 @@ public struct WorkerProcess: Sendable, Hashable {
     }
 }
 
-/// Why the SMTP relay fails a worker's connections, and since when (the first failure of the outage).
-public struct RelayReport: Sendable, Hashable {
+/// Why the SMTP relay fails the worker's connections, and since when: what `/health`, `herald worker --until-empty`
+/// and the logs say while the worker keeps retrying.
+public struct RelayProblem: Sendable, Hashable, CustomStringConvertible {
+    /// The connection's failure, as the worker records it (`authentication failed: 535 …`, `TLS failed: …`).
     public let reason: String
+    /// The first failure of this outage.
     public let since: Date
 
     public init(reason: String, since: Date) {
         self.reason = reason
         self.since = since
+    }
+
+    /// The relay refuses the way Herald is configured to talk to it (TLS, authentication, or a server that requires
+    /// authentication): retrying alone will not fix it, the configuration must change.
+    public var isConfiguration: Bool {
+        reason.hasPrefix("authentication failed") || reason.hasPrefix("TLS failed")
+            || [530, 534, 538].contains { reason.contains("refused: \($0)") }
+    }
+
+    public var description: String {
+        guard isConfiguration else { return reason }
+        return "\(reason) (the relay refuses Herald's configuration: check smtp.url, smtp.requireStartTLS, smtp.username, "
+            + "smtp.password and smtp.caFile; still retrying)"
+    }
+
+    /// `description` and when the outage began: `TLS failed: … (since 2026-11-28T12:03:00Z)`.
+    public var sinceDescription: String {
+        "\(description) (since \(since.formatted(.iso8601)))"
     }
 }
 
@@ -50,7 +71,7 @@ public protocol WorkerRegistry: Sendable {
     func heartbeat(worker id: String, now: Date) throws -> Bool
 
     /// Records why the SMTP relay fails the worker's connections and since when (nil: it no longer does).
-    func reportRelay(worker id: String, problem: RelayReport?) throws
+    func reportRelay(worker id: String, problem: RelayProblem?) throws
 
     /// Marks a worker that was given up for dead alive again, once it has let go of the rows it held.
     func rejoin(worker id: String, now: Date) throws
