@@ -11,6 +11,9 @@ from wait4 as /usr/bin/time reports it) and its peak RSS, then
 (d) drives `accounts:sendOobCode` on `herald serve` (its embedded worker draining into the same
     smtp-sink) with wrk and scripts/bench-sendoobcode.lua: a closed loop for the maximum, then a
     load paced at --api-rate requests/s, and prints the rates and latency percentiles.
+(f) imports a --account-rows Firebase JSON export (SCRYPT, the Firebase console's parameters) with
+    `herald accounts import`, then --plaintext-rows accounts with plaintext passwords (Herald's CSV), and prints
+    rows/s, peak RSS and the cores the plaintext import kept busy (CPU seconds / wall seconds).
 (e) With a PostgreSQL server (HERALD_TEST_POSTGRES, as `make bench` starts one with fsync on), queues N emails
     into a PostgreSQL ledger and drains them with 1 and with 3 `herald worker` processes at once (--pg-workers),
     beside the SQLite rows of (b).
@@ -160,6 +163,49 @@ def bench_api(herald: str, base_env: dict, work: Path, rate: float, seconds: flo
     ]
 
 
+def bench_accounts(herald: str, base_env: dict, work: Path, rows: int, plaintext_rows: int) -> list[str]:
+    """(f): a Firebase export of `rows` users with SCRYPT hashes, then `plaintext_rows` plaintext passwords."""
+    import base64
+    import json
+    import random
+
+    rng = random.Random(7)
+    def b64(size: int) -> str:
+        return base64.b64encode(rng.randbytes(size)).decode()
+    export = work / "firebase-users.json"
+    with export.open("w") as out:
+        out.write('{"users": [\n')
+        for i in range(rows):
+            user = {"localId": f"fb{i:08d}", "email": f"member{i}@example.com", "emailVerified": i % 2 == 0,
+                    "passwordHash": b64(64), "salt": b64(12), "displayName": f"Member {i}",
+                    "createdAt": str(1_600_000_000_000 + i), "lastSignedInAt": str(1_700_000_000_000 + i)}
+            if i % 10 == 0:
+                user["providerUserInfo"] = [{"providerId": "google.com", "rawId": f"g{i}", "email": f"member{i}@example.com"}]
+            out.write(("," if i else "") + json.dumps(user) + "\n")
+        out.write("]}\n")
+    config = work / "hash-config.txt"
+    config.write_text("hash_config {\n  algorithm: SCRYPT,\n  base64_signer_key: " + b64(64) + ",\n"
+                      "  base64_salt_separator: Bw==,\n  rounds: 8,\n  mem_cost: 14,\n}\n")
+    database = work / "accounts.sqlite"
+    env = {**base_env, "HERALD_DATABASE_PATH": str(database), "HERALD_ACCOUNTS_OWNER": "herald"}
+    seconds, peak, cpu = run_with_rss([herald, "accounts", "import", str(export), "--hash-config", str(config)], env)
+    with sqlite3.connect(database) as db:
+        stored = db.execute("SELECT COUNT(*) FROM accounts WHERE password_hash LIKE 'firebase-scrypt$%'").fetchone()[0]
+    if stored != rows:
+        sys.exit(f"bench: the Firebase import stored {stored} hashed accounts, expected {rows}")
+    lines = [f"Firebase user import        {rows / seconds:,.0f} users/s: {rows:,} SCRYPT users in {seconds:.1f} s "
+             f"(target < 10 s for 100,000), peak RSS {peak / 1024:.1f} MiB"]
+    if plaintext_rows:
+        plain = work / "plaintext.csv"
+        plain.write_text("email,password,displayName\n" + "".join(f"plain{i}@example.com,secret-{i:06d},Plain {i}\n"
+                                                                    for i in range(plaintext_rows)))
+        seconds, peak, cpu = run_with_rss([herald, "accounts", "import", str(plain)], env)
+        lines.append(f"plaintext account import    {plaintext_rows / seconds:,.0f} users/s: {plaintext_rows:,} passwords hashed "
+                     f"in {seconds:.1f} s on {cpu / seconds:.1f} of {os.cpu_count()} cores, peak RSS {peak / 1024:.1f} MiB")
+    database.unlink()
+    return lines
+
+
 def psql(url: str, schema: str, sql: str) -> str:
     out = subprocess.run(["psql", url, "-Atqc", f"SET search_path = {schema}; {sql}"], check=True, capture_output=True, text=True)
     return out.stdout.strip()
@@ -204,6 +250,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 4], help="connection counts to measure")
     parser.add_argument("--import-rows", type=int, default=1_000_000, help="campaign CSV rows for the import benchmark (0 skips it)")
+    parser.add_argument("--account-rows", type=int, default=100_000,
+                        help="users of the Firebase export the account import benchmark reads (0 skips it)")
+    parser.add_argument("--plaintext-rows", type=int, default=2_000, help="plaintext-password accounts imported after it")
     parser.add_argument("--api-rate", type=float, default=2000, help="paced sendOobCode requests/s (0 skips the API benchmark)")
     parser.add_argument("--api-seconds", type=float, default=15, help="length of each measured wrk run")
     parser.add_argument("--pg-workers", type=int, nargs="*", default=[1, 3],
@@ -291,6 +340,7 @@ def main() -> None:
             import_line = (f"campaign import             {args.import_rows / seconds:,.0f} rows/s for {args.import_rows:,} CSV rows "
                            f"(target >= 150,000), peak RSS {peak / 1024:.1f} MiB")
 
+        account_lines = bench_accounts(args.herald, base_env, work, args.account_rows, args.plaintext_rows) if args.account_rows else []
         api_lines = bench_api(args.herald, base_env, work, args.api_rate, args.api_seconds) if args.api_rate else []
         postgres_url = os.environ.get("HERALD_TEST_POSTGRES")
         postgres_lines = []
@@ -311,6 +361,8 @@ def main() -> None:
         print("worker CPU per message: user + sys of `herald worker` (target <= 100 µs); peak RSS target <= 100 MB")
         if import_line:
             print(import_line)
+        for line in account_lines:
+            print(line)
         for line in api_lines:
             print(line)
         for line in postgres_lines:

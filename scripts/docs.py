@@ -81,7 +81,12 @@ ERROR_MEANINGS = {
     "TEMPLATE_ERROR": "A template is missing or does not render.",
     "NOT_FOUND": "No such path, message, campaign or suppression.",
     "EMAIL_EXISTS": "Another account has this email address.",
-    "DUPLICATE_LOCAL_ID": "An admin created an account with a `localId` that is taken.",
+    "DUPLICATE_LOCAL_ID": "An admin created an account with a `localId` that is taken, or one import names a "
+    "`localId` twice.",
+    "DUPLICATE_EMAIL": "One import with `sanityCheck` names an email twice.",
+    "DUPLICATE_RAW_ID": "One import with `sanityCheck` names a provider identity twice.",
+    "MISSING_USER_ACCOUNT": "An import (`accounts:batchCreate`) without users.",
+    "LOCAL_ID_LIST_EXCEEDS_LIMIT": "A batch delete of no uids, or of more than 1,000.",
     "EMAIL_NOT_FOUND": "No account has this email (admin callers only under enumeration protection).",
     "USER_NOT_FOUND": "The account does not exist (any more).",
     "USER_DISABLED": "The account is disabled.",

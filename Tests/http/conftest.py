@@ -19,6 +19,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import uuid
+
+import firebase_admin  # a missing package fails collection loudly: see Tests/requirements.txt
 import pytest
 
 _TESTS = Path(__file__).resolve().parents[1]
@@ -27,7 +30,7 @@ for _dir in (_TESTS / "integration", _TESTS / "support", Path(__file__).resolve(
         sys.path.insert(0, str(_dir))
 
 from helpers import CaptureServer, deep_merge  # noqa: E402
-from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
+from http_support import BASE_OVERRIDES, PROJECT, HeraldServer, write_serve_config  # noqa: E402
 from suites import sibling_conftest  # noqa: E402
 
 
@@ -103,3 +106,21 @@ def oauth1_provider():
     """A started OAuth1Provider (Twitter's verify_credentials, idp_peers.py), stopped after the test."""
     with OAuth1Provider() as provider:
         yield provider
+
+
+@pytest.fixture
+def admin_app(monkeypatch):
+    """Factory: admin_app(srv) -> a firebase_admin.App talking to `srv` (the firebase-admin suites)."""
+    apps: list = []
+
+    def make(srv):
+        # Read by the SDK when the app's auth client is first created.
+        monkeypatch.setenv("FIREBASE_AUTH_EMULATOR_HOST", f"127.0.0.1:{srv.port}")
+        app = firebase_admin.initialize_app(options={"projectId": PROJECT, "httpTimeout": 10},
+                                            name=f"herald-{uuid.uuid4().hex}")
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        firebase_admin.delete_app(app)

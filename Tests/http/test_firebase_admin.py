@@ -13,7 +13,6 @@ import uuid
 import pytest
 import requests
 
-import firebase_admin  # a missing package fails collection loudly: see Tests/requirements.txt
 from firebase_admin import auth, exceptions
 
 from helpers import ACTION_URL, API_KEY, OOB_CODE_RE, parse_link, row_count
@@ -25,24 +24,6 @@ NEW_PASSWORD = "admin-sdk-pw-2"
 SECURETOKEN = "/securetoken.googleapis.com/v1/token"
 # What verify_id_token(check_revoked=True) and the user-management tests need of Herald.
 SDK_SERVER = {"allowEmulatorOwner": True, "emulatorMode": True}
-
-
-@pytest.fixture
-def admin_app(monkeypatch):
-    """Factory: admin_app(srv) -> a firebase_admin.App talking to `srv`."""
-    apps: list = []
-
-    def make(srv):
-        # Read by the SDK when the app's auth client is first created.
-        monkeypatch.setenv("FIREBASE_AUTH_EMULATOR_HOST", f"127.0.0.1:{srv.port}")
-        app = firebase_admin.initialize_app(options={"projectId": PROJECT, "httpTimeout": 10},
-                                            name=f"herald-{uuid.uuid4().hex}")
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        firebase_admin.delete_app(app)
 
 
 def full_settings(**overrides) -> auth.ActionCodeSettings:

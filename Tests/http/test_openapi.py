@@ -35,10 +35,17 @@ TOOLKIT = {
     "accounts:signInWithPassword": "verifyPassword",
     "accounts:signInWithIdp": "verifyAssertion",
     "accounts:delete": "deleteAccount",
+    "accounts:batchCreate": "uploadAccount",
+    "accounts:batchDelete": None,
+    "accounts:query": None,
     "codes:inspect": None,
     "codes:redeem": None,
 }
 LEGACY_PREFIXES = ["/www.googleapis.com/identitytoolkit/v3/relyingparty/", "/identitytoolkit/v3/relyingparty/"]
+# The Identity Toolkit routes outside that table, by HTTP method (IdentityToolkitController.routes and
+# .legacyRoutes): the v1 ones under every prefix, the v3 ones under every legacy prefix.
+TOOLKIT_V1 = {("get", "accounts:batchGet")}
+TOOLKIT_V3 = {("post", "downloadAccount")}
 KEYS = "securetoken@system.gserviceaccount.com"
 
 # Every other route, by method (HeraldServer.application).
@@ -80,8 +87,10 @@ def expected_routes() -> set[tuple[str, str]]:
     for prefix in PREFIXES:
         templated = prefix.replace(f"/projects/{PROJECT}/", "/projects/{project}/")
         routes |= {("post", templated + v1) for v1 in TOOLKIT}
+        routes |= {(method, templated + v1) for method, v1 in TOOLKIT_V1}
     for prefix in LEGACY_PREFIXES:
         routes |= {("post", prefix + v3) for v3 in TOOLKIT.values() if v3}
+        routes |= {(method, prefix + v3) for method, v3 in TOOLKIT_V3}
     return routes
 
 

@@ -8,19 +8,16 @@ import HeraldStore
 /// (or `email_verified`: true/false), `uid` (or `localId`), `disabled`. A bad row is reported with its
 /// line number and never stops the good ones.
 public enum AccountImporter {
-    public struct Report: Sendable {
-        public var imported = 0
-        public var rejected: [(line: Int, reason: String)] = []
-    }
-
-    static func importFile(_ path: String, into store: any HeraldStore) throws -> Report {
+    /// The rows of a Herald import file as users to import, by line number, and the lines already refused.
+    static func rows(_ path: String) throws -> (users: [(position: Int, user: ImportedUser)], rejected: [AccountImportReport.Rejection]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HeraldError(.argumentError, "cannot read \(path)")
         }
         guard let text = String(data: data, encoding: .utf8) else { throw HeraldError(.argumentError, "\(path) is not valid UTF-8") }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
         let isJSONLines = lines.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }?.hasPrefix("{") ?? false
-        var report = Report()
+        var users: [(position: Int, user: ImportedUser)] = []
+        var rejected: [AccountImportReport.Rejection] = []
         var header: [String]?
         for (index, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
             let number = index + 1
@@ -40,14 +37,13 @@ public enum AccountImporter {
                     }
                     fields = Dictionary(zip(names, cells), uniquingKeysWith: { first, _ in first })
                 }
-                try store.createAccount(account(from: fields))
-                report.imported += 1
+                users.append((number, try user(from: fields)))
             } catch let error as HeraldError {
                 if header == nil && !isJSONLines { throw error }
-                report.rejected.append((number, error.description))
+                rejected.append(AccountImportReport.Rejection(position: number, reason: error.description))
             }
         }
-        return report
+        return (users, rejected)
     }
 
     /// A JSON-lines row: one JSON object; null values (and arrays or objects) are left out.
@@ -58,7 +54,7 @@ public enum AccountImporter {
         return object.compactMapValues(\.text)
     }
 
-    static func account(from fields: [String: String]) throws -> Account {
+    static func user(from fields: [String: String]) throws -> ImportedUser {
         func value(_ names: String...) -> String? { names.lazy.compactMap { fields[$0] }.first { !$0.isEmpty } }
         func flag(_ names: String...) throws -> Bool {
             guard let text = names.lazy.compactMap({ fields[$0] }).first(where: { !$0.isEmpty }) else { return false }
@@ -71,12 +67,94 @@ public enum AccountImporter {
         guard let email = value("email") else { throw HeraldError(.missingEmail, "") }
         let password = value("password")
         if let password { try PasswordHasher.checkStrength(password) }
-        let now = Date()
-        return Account(
-            uid: value("uid", "localId") ?? Account.newUID(),
-            email: try EmailAddress(email).value, emailVerified: try flag("emailVerified", "email_verified"),
-            passwordHash: try password.map(PasswordHasher.hash),
-            displayName: try value("displayName", "display_name").map(DisplayName.validate), disabled: try flag("disabled"),
-            validSince: now.milliseconds - 1000, createdAt: now, providers: password == nil ? [] : ["password"])
+        return ImportedUser(
+            localId: value("uid", "localId") ?? Account.newUID(), email: try EmailAddress(email).value,
+            emailVerified: try flag("emailVerified", "email_verified"), rawPassword: password,
+            displayName: try value("displayName", "display_name").map(DisplayName.validate), disabled: try flag("disabled"))
+    }
+}
+
+/// What an import did: how many users it wrote, skipped (their uid was there already: a re-run) and refused.
+public struct AccountImportReport: Sendable {
+    /// A refused user: its line (Herald's formats) or its place in the file's users (a Firebase export), from 1.
+    public struct Rejection: Sendable {
+        public let position: Int
+        public let reason: String
+    }
+
+    public var imported = 0
+    public var skipped = 0
+    public var rejected: [Rejection] = []
+}
+
+extension AccountsService {
+    /// Imports a Firebase export's users (`herald accounts import --format firebase`) in batches of
+    /// `accounts:batchCreate`'s size; `progress` hears how many users are done after each batch.
+    ///
+    /// - Throws: the hash errors of `ImportedPasswordHash.Scheme` when the parameters do not fit a user's hash.
+    public func importFirebaseUsers(
+        _ users: [ImportedUser], hash parameters: ImportedPasswordHash.Parameters, overwrite: Bool, progress: (Int) -> Void = { _ in }
+    ) throws -> AccountImportReport {
+        try requireAccountOwnership("herald accounts import")
+        return try importAll(users.enumerated().map { ($0.offset + 1, $0.element) }, hash: parameters, overwrite: overwrite) {
+            progress($0)
+        }
+    }
+
+    /// Imports Herald's CSV or JSON lines, row by row (`herald accounts import`); passwords are hashed on every core.
+    public func importAccounts(path: String, overwrite: Bool = false, progress: ((done: Int, total: Int)) -> Void = { _ in }) throws
+        -> AccountImportReport
+    {
+        try requireAccountOwnership("herald accounts import")
+        let (rows, refused) = try AccountImporter.rows(path)
+        var report = try importAll(rows, hash: ImportedPasswordHash.Parameters(), overwrite: overwrite, herald: true) {
+            progress(($0, rows.count))
+        }
+        report.rejected = (refused + report.rejected).sorted { $0.position < $1.position }
+        return report
+    }
+
+    /// Imports users in batches: a repeated uid is refused at its later places; a user whose uid is taken already is
+    /// skipped (a re-run), unless `overwrite`. `herald` words conflicts as Herald's error codes, for Herald's formats.
+    private func importAll(
+        _ rows: [(position: Int, user: ImportedUser)], hash parameters: ImportedPasswordHash.Parameters, overwrite: Bool,
+        herald: Bool = false, progress: (Int) -> Void
+    ) throws -> AccountImportReport {
+        var report = AccountImportReport()
+        var seen: [String: Int] = [:]
+        var unique: [(position: Int, user: ImportedUser)] = []
+        for row in rows {
+            if let uid = row.user.localId, let first = seen[uid] {
+                report.rejected.append(.init(position: row.position, reason: "DUPLICATE_LOCAL_ID : uid \(uid) is also at \(first)"))
+                continue
+            }
+            if let uid = row.user.localId { seen[uid] = row.position }
+            unique.append(row)
+        }
+        // Plaintext passwords take ~30 ms each to hash: smaller batches keep the progress moving.
+        let batchSize = unique.contains { $0.user.rawPassword != nil } ? 64 : Self.maximumImportBatch
+        var done = rows.count - unique.count
+        for start in stride(from: 0, to: unique.count, by: batchSize) {
+            let batch = Array(unique[start..<min(start + batchSize, unique.count)])
+            let failures = try importUsers(batch.map(\.user), hash: parameters, options: UserImportOptions(allowOverwrite: overwrite))
+            for failure in failures {
+                let row = batch[failure.index]
+                if failure.conflict == .uidExists {
+                    report.skipped += 1
+                    continue
+                }
+                var reason = failure.message
+                if herald, let conflict = failure.conflict {
+                    reason = conflict == .emailExists ? "EMAIL_EXISTS : another account has this email" : failure.message
+                } else if !herald, let uid = row.user.localId {
+                    reason = "localId \(uid): \(reason)"
+                }
+                report.rejected.append(.init(position: row.position, reason: reason))
+            }
+            report.imported += batch.count - failures.count
+            done += batch.count
+            progress(done)
+        }
+        return report
     }
 }

@@ -108,6 +108,15 @@ extension AccountsService {
         }
         guard !account.disabled else { throw HeraldError(.userDisabled, "") }
         account.lastLoginAt = now
+        if PasswordHasher.needsRehash(hash) {
+            // An imported hash gives way to Herald's own at its first successful use, with the login recorded in the
+            // same transaction; a password changed meanwhile is left alone.
+            let replacement = try PasswordHasher.hash(password)
+            if try store.replacePasswordHash(uid: account.uid, current: hash, with: replacement, loginAt: now) {
+                account.passwordHash = replacement
+                return account
+            }
+        }
         try store.recordLogin(uid: account.uid, at: now)  // only this column: never a stale row
         return account
     }
@@ -202,9 +211,4 @@ extension AccountsService {
         return try store.accounts()
     }
 
-    /// Imports accounts from CSV or JSON lines, row by row (`herald accounts import`).
-    public func importAccounts(path: String) throws -> AccountImporter.Report {
-        try requireAccountOwnership("herald accounts import")
-        return try AccountImporter.importFile(path, into: store)
-    }
 }

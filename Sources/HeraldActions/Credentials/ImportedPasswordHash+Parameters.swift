@@ -4,7 +4,7 @@ import HeraldCore
 extension ImportedPasswordHash {
     /// The hash fields of one `accounts:batchCreate` request, as the request carries them (keys as in the REST API,
     /// byte fields in base64url or standard base64).
-    public struct Parameters: Hashable, Sendable, Decodable {
+    public struct Parameters: Hashable, Sendable, Codable {
         public var hashAlgorithm: String?
         public var signerKey: String?
         public var saltSeparator: String?
@@ -147,7 +147,8 @@ extension ImportedPasswordHash.Scheme {
             guard digest == .sha1 || digest == .sha256 else {
                 throw HeraldError(.invalidHashAlgorithm, "Unsupported hash algorithm \(algorithm)")
             }
-            try check(rounds, in: 0...120_000, .invalidHashRounds, "rounds")
+            // Firebase's range is 0 to 120,000; Herald's own exports (`herald accounts export`) use PasswordHasher.rounds.
+            try check(rounds, in: 0...max(120_000, PasswordHasher.rounds), .invalidHashRounds, "rounds")
         case .hmac(_, let key, _):
             try check(key.count, in: 1...ImportedPasswordHash.maximumKeyBytes, .invalidHashKey, "signerKey bytes")
         case .digest(let digest, let rounds, _):

@@ -65,6 +65,21 @@ public enum PasswordHasher {
         return min(first, clock.measure { spendVerificationTime("herald-timing-probe") })
     }()
 
+    /// One of Herald's own hashes as an export writes it: the derived key and the salt's bytes in standard base64, for
+    /// `PBKDF2_SHA256` at `rounds`. Nil for an imported hash, or one of Herald's at other rounds.
+    static func exportable(_ stored: String) -> (hash: String, salt: String)? {
+        let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "pbkdf2-sha256", Int(parts[1]) == rounds, let key = Base64URL.decode(String(parts[3]))
+        else { return nil }
+        return (Data(key).base64EncodedString(), Data(parts[2].utf8).base64EncodedString())
+    }
+
+    /// Whether `stored` is a password hash Herald can verify: one of its own at its rounds, or an imported one.
+    static func isVerifiable(_ stored: String) -> Bool {
+        if stored.hasPrefix(ImportedPasswordHash.storedPrefix) { return (try? ImportedPasswordHash(storedForm: stored)) != nil }
+        return exportable(stored) != nil
+    }
+
     /// - Throws: `WEAK_PASSWORD` under six characters.
     public static func checkStrength(_ password: String) throws {
         if password.count < minimumLength {

@@ -123,9 +123,10 @@ public enum Base64URL {
 
     /// The bytes of base64url text, padded or not; nil when it is not base64url.
     public static func decode(_ text: some StringProtocol) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        // Byte by byte: Foundation's replacingOccurrences was a tenth of a Firebase user import's time.
+        var base64 = text.utf8.map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
+        base64 += repeatElement(UInt8(ascii: "="), count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: Data(base64))
     }
 }
 

@@ -17,11 +17,16 @@ public struct Account: Sendable, Hashable {
     public var photoURL: String?
     /// The address the account had before its first email change: where a RECOVER_EMAIL code leads back to.
     public var initialEmail: String?
+    /// Firebase's custom claims: a JSON object, as imported (`customAttributes`); kept and shown, not yet in ID tokens.
+    public var customAttributes: String?
+    /// An E.164 phone number an import brought (`phoneNumber`); kept and shown, never a way to sign in.
+    public var phoneNumber: String?
 
     public init(
         uid: String, email: String?, emailVerified: Bool = false, passwordHash: String? = nil, displayName: String? = nil,
         disabled: Bool = false, emailLinkSignin: Bool = false, validSince: Int64, createdAt: Date, lastLoginAt: Date? = nil,
-        providers: [String] = [], photoURL: String? = nil, initialEmail: String? = nil
+        providers: [String] = [], photoURL: String? = nil, initialEmail: String? = nil, customAttributes: String? = nil,
+        phoneNumber: String? = nil
     ) {
         self.uid = uid
         self.email = email
@@ -36,6 +41,8 @@ public struct Account: Sendable, Hashable {
         self.providers = providers
         self.photoURL = photoURL
         self.initialEmail = initialEmail
+        self.customAttributes = customAttributes
+        self.phoneNumber = phoneNumber
     }
 
     /// A new Firebase-style uid: 28 characters from the CSPRNG.

@@ -33,6 +33,10 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case notFound = "NOT_FOUND"
             case emailExists = "EMAIL_EXISTS"
             case duplicateLocalID = "DUPLICATE_LOCAL_ID"
+            case duplicateEmail = "DUPLICATE_EMAIL"
+            case duplicateRawID = "DUPLICATE_RAW_ID"
+            case missingUserAccount = "MISSING_USER_ACCOUNT"
+            case localIDListExceedsLimit = "LOCAL_ID_LIST_EXCEEDS_LIMIT"
             case emailNotFound = "EMAIL_NOT_FOUND"
             case userNotFound = "USER_NOT_FOUND"
             case userDisabled = "USER_DISABLED"
@@ -126,6 +130,14 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let notFound = Code(.notFound)
         public static let emailExists = Code(.emailExists)
         public static let duplicateLocalID = Code(.duplicateLocalID)
+        /// Two users of one import share an email (with `sanityCheck`).
+        public static let duplicateEmail = Code(.duplicateEmail)
+        /// Two users of one import share a provider identity (with `sanityCheck`).
+        public static let duplicateRawID = Code(.duplicateRawID)
+        /// An import (`accounts:batchCreate`) with no users.
+        public static let missingUserAccount = Code(.missingUserAccount)
+        /// A batch delete of no uids, or of more than 1,000.
+        public static let localIDListExceedsLimit = Code(.localIDListExceedsLimit)
         public static let emailNotFound = Code(.emailNotFound)
         public static let userNotFound = Code(.userNotFound)
         public static let userDisabled = Code(.userDisabled)

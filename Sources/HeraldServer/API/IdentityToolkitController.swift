@@ -48,31 +48,40 @@ struct IdentityToolkitController: Sendable {
             ("accounts:signInWithPassword", "verifyPassword", respond(signInWithPassword)),
             ("accounts:signInWithIdp", "verifyAssertion", respond(signInWithIdp)),
             ("accounts:delete", "deleteAccount", respond(delete)),
+            ("accounts:batchCreate", "uploadAccount", respond(batchCreate)),
+            ("accounts:batchDelete", nil, respond(batchDelete)),
+            ("accounts:query", nil, respond(query)),
             ("codes:inspect", nil, respond(inspectForApp)),
             ("codes:redeem", nil, respond(redeemForApp)),
         ]
     }
 
     var routes: RouteCollection<HeraldRequestContext> {
-        collection { routes in
+        collection(getOnly: ["accounts:batchGet"]) { routes in
             for method in methods { routes.post(RouterPath(method.v1), use: method.handler) }
+            routes.get("accounts:batchGet", use: respond(batchGet))
         }
     }
 
     var legacyRoutes: RouteCollection<HeraldRequestContext> {
         collection { routes in
             for method in methods { if let v3 = method.v3 { routes.post(RouterPath(v3), use: method.handler) } }
+            routes.post("downloadAccount", use: respond(downloadAccount))
         }
     }
 
     /// The middleware every family shares, then the methods `add` registers.
-    private func collection(_ add: (RouteCollection<HeraldRequestContext>) -> Void) -> RouteCollection<HeraldRequestContext> {
+    private func collection(
+        getOnly: [String] = [], _ add: (RouteCollection<HeraldRequestContext>) -> Void
+    ) -> RouteCollection<HeraldRequestContext> {
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
             .add(middleware: ProjectMiddleware(projectID: configuration.project.id))
         // Unknown methods are not found whoever asks: registered before authentication.
         routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }
+        // A POST to a method that only reads (`accounts:batchGet`) is the wrong method, not an unknown one.
+        for path in getOnly { routes.post(RouterPath(path)) { _, _ -> Response in throw MethodNotAllowed(allowed: [.get, .head]) } }
         routes
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
             .add(

@@ -33,6 +33,9 @@ struct UserInfo: Encodable, Sendable {
     /// `REDACTED`, base64, when the account has a password: as production answers.
     let passwordHash: String?
     let providerUserInfo: [Provider]
+    /// Custom claims, a JSON object as text.
+    let customAttributes: String?
+    let phoneNumber: String?
 
     init(_ account: Account, identities: [FederatedIdentity] = []) {
         localId = account.uid
@@ -48,6 +51,8 @@ struct UserInfo: Encodable, Sendable {
         lastLoginAt = account.lastLoginAt.map(Self.milliseconds)
         passwordHash = account.passwordHash == nil ? nil : Self.redactedPasswordHash
         providerUserInfo = Self.providers(of: account, identities: identities)
+        customAttributes = account.customAttributes
+        phoneNumber = account.phoneNumber
     }
 
     /// "REDACTED" in base64: what production shows for a password hash.

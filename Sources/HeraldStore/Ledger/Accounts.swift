@@ -50,9 +50,7 @@ extension LedgerEngine {
     public func deleteAccount(uid: String) throws -> Bool {
         try write { db in
             guard try db.execute("DELETE FROM accounts WHERE uid = ?", [uid]) > 0 else { return false }
-            // Its refresh tokens now answer USER_NOT_FOUND, even if the uid is used again.
-            try db.execute(
-                "UPDATE refresh_tokens SET revoked = ? WHERE uid = ? AND revoked IS NULL", [HeraldError.Code.userNotFound.rawValue, uid])
+            try Self.revokeRefreshTokens(db, uid: uid)
             return true
         }
     }
@@ -79,7 +77,126 @@ extension LedgerEngine {
         }
     }
 
+    public func accounts(after uid: String?, limit: Int) throws -> [Account] {
+        try read { db in
+            let bytewise = db.dialect.bytewise
+            let order = " ORDER BY uid\(bytewise) LIMIT \(max(0, limit))"
+            guard let uid else { return try db.fetchAll("SELECT * FROM accounts" + order, []).map(Records.account) }
+            return try db.fetchAll("SELECT * FROM accounts WHERE uid\(bytewise) > ?" + order, [uid]).map(Records.account)
+        }
+    }
+
+    public func accountCount() throws -> Int {
+        try read { db in Int(try db.value("SELECT COUNT(*) FROM accounts", [], as: Int64.self) ?? 0) }
+    }
+
+    public func importAccounts(_ accounts: [ImportedAccount], overwrite: Bool, now: Date) throws -> [Int: ImportConflict] {
+        try write { db in
+            // Who holds the batch's keys, read in three statements rather than three per account (a 100,000-user
+            // import spent most of its time preparing per-account lookups); kept current as the batch is written.
+            var uids = Set(try Self.listed(db, "SELECT uid FROM accounts WHERE", column: "uid", accounts.map(\.account.uid)))
+            var addresses: [String: String] = [:]
+            let emails = accounts.compactMap(\.account.email)
+            for start in stride(from: 0, to: emails.count, by: 1000) {
+                let (listed, arguments) = db.dialect.listedAddress("email", Array(emails[start..<min(start + 1000, emails.count)]))
+                for row in try db.rows("SELECT uid, email FROM accounts WHERE \(listed)", arguments) {
+                    addresses[(row["email"] as String).lowercased()] = row["uid"] as String
+                }
+            }
+            var identities: [String: String] = [:]
+            let rawIDs = accounts.flatMap { $0.identities.map(\.rawId) }
+            for start in stride(from: 0, to: rawIDs.count, by: 1000) {
+                let (listed, arguments) = db.dialect.oneOf("raw_id", Array(rawIDs[start..<min(start + 1000, rawIDs.count)]))
+                for row in try db.rows("SELECT provider_id, raw_id, uid FROM federated_identities WHERE \(listed)", arguments) {
+                    identities["\(row["provider_id"] as String)\u{0}\(row["raw_id"] as String)"] = row["uid"] as String
+                }
+            }
+            var conflicts: [Int: ImportConflict] = [:]
+            for (index, imported) in accounts.enumerated() {
+                let account = imported.account
+                let exists = uids.contains(account.uid)
+                let keys = imported.identities.map { "\($0.providerId)\u{0}\($0.rawId)" }
+                if exists && !overwrite {
+                    conflicts[index] = .uidExists
+                } else if let email = account.email?.lowercased(), let holder = addresses[email], holder != account.uid {
+                    conflicts[index] = .emailExists
+                } else if keys.contains(where: { identities[$0].map { $0 != account.uid } ?? false }) {
+                    conflicts[index] = .identityExists
+                }
+                guard conflicts[index] == nil else { continue }
+                if exists {
+                    try Self.replace(db, account)
+                } else {
+                    try db.keyChecked(constraint: nil) {
+                        try db.executeCached(Self.insertStatement, SQLArguments(named: Records.values(account)))
+                    }
+                }
+                for identity in imported.identities { try Self.insertIdentity(db, identity, uid: account.uid, now: now) }
+                uids.insert(account.uid)
+                if let email = account.email?.lowercased() { addresses[email] = account.uid }
+                for key in keys { identities[key] = account.uid }
+            }
+            return conflicts
+        }
+    }
+
+    /// An import's overwrite: the account replaced whole, its identities with it (the import brings the new ones).
+    static func replace(_ db: Session, _ account: Account) throws {
+        try db.execute("DELETE FROM federated_identities WHERE uid = ?", [account.uid])
+        try db.keyChecked(constraint: nil) {
+            try db.execute(
+                """
+                UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
+                    display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
+                    valid_since = :valid_since, created_at = :created_at, last_login_at = :last_login_at,
+                    providers = :providers, photo_url = :photo_url, initial_email = :initial_email,
+                    custom_attributes = :custom_attributes, phone_number = :phone_number
+                WHERE uid = :uid
+                """, SQLArguments(named: Records.values(account)))
+        }
+    }
+
+    /// The values of `column` among `values` that a `SELECT column FROM … WHERE` finds, a thousand at a time.
+    static func listed(_ db: Session, _ select: String, column: String, _ values: [String]) throws -> [String] {
+        var found: [String] = []
+        for start in stride(from: 0, to: values.count, by: 1000) {
+            let (listed, arguments) = db.dialect.oneOf(column, Array(values[start..<min(start + 1000, values.count)]))
+            found += try db.column("\(select) \(listed)", arguments, as: String.self)
+        }
+        return found
+    }
+
+    public func deleteAccounts(uids: [String], if allowed: (Account) -> Bool) throws -> [String] {
+        try write { db in
+            var refused: [String] = []
+            for uid in uids {
+                guard let account = try Self.account(db, uid: uid) else { continue }
+                guard allowed(account) else {
+                    refused.append(uid)
+                    continue
+                }
+                try db.execute("DELETE FROM accounts WHERE uid = ?", [uid])
+                try Self.revokeRefreshTokens(db, uid: uid)
+            }
+            return refused
+        }
+    }
+
+    public func replacePasswordHash(uid: String, current: String, with replacement: String, loginAt: Date) throws -> Bool {
+        try write { db in
+            try db.execute(
+                "UPDATE accounts SET password_hash = ?, last_login_at = ? WHERE uid = ? AND password_hash = ?",
+                [replacement, loginAt.milliseconds, uid, current]) > 0
+        }
+    }
+
     // MARK: - Inside transactions
+
+    /// A deleted account's refresh tokens answer USER_NOT_FOUND from now on, even if the uid is used again.
+    static func revokeRefreshTokens(_ db: Session, uid: String) throws {
+        try db.execute(
+            "UPDATE refresh_tokens SET revoked = ? WHERE uid = ? AND revoked IS NULL", [HeraldError.Code.userNotFound.rawValue, uid])
+    }
 
     static func account(_ db: Session, uid: String) throws -> Account? {
         try db.fetchOne("SELECT * FROM accounts WHERE uid = ?", [uid]).map(Records.account)
@@ -95,15 +212,18 @@ extension LedgerEngine {
     static func insert(_ db: Session, _ account: Account) throws {
         let addressHolder = try account.email.flatMap { try Self.account(db, email: $0) }
         try AccountKeyRules.admit(account, addressHolder: addressHolder, uidHolder: try Self.account(db, uid: account.uid))
-        try db.keyChecked(constraint: nil) {
-            try db.execute(
-                """
-                INSERT INTO accounts (uid, email, email_verified, password_hash, display_name, disabled, email_link_signin,
-                                      valid_since, created_at, last_login_at, providers, photo_url, initial_email)
-                VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
-                        :valid_since, :created_at, :last_login_at, :providers, :photo_url, :initial_email)
-                """, SQLArguments(named: Records.values(account)))
-        }
+        try db.keyChecked(constraint: nil) { try db.executeCached(insertStatement, SQLArguments(named: Records.values(account))) }
+    }
+
+    static var insertStatement: String {
+        """
+        INSERT INTO accounts (uid, email, email_verified, password_hash, display_name, disabled, email_link_signin,
+                              valid_since, created_at, last_login_at, providers, photo_url, initial_email,
+                              custom_attributes, phone_number)
+        VALUES (:uid, :email, :email_verified, :password_hash, :display_name, :disabled, :email_link_signin,
+                :valid_since, :created_at, :last_login_at, :providers, :photo_url, :initial_email,
+                :custom_attributes, :phone_number)
+        """
     }
 
     /// Replaces an existing account's fields; an unlink is recorded at `now`.
@@ -116,7 +236,8 @@ extension LedgerEngine {
                 UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
                     display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
                     valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers,
-                    photo_url = :photo_url, initial_email = :initial_email
+                    photo_url = :photo_url, initial_email = :initial_email, custom_attributes = :custom_attributes,
+                    phone_number = :phone_number
                 WHERE uid = :uid
                 """, SQLArguments(named: Records.values(account)))
         }

@@ -77,7 +77,7 @@ extension LedgerEngine {
         // `signIn` looked the identity up first and found it unlinked; on PostgreSQL another transaction may have
         // linked it since this one's snapshot, and the transaction runs again (the lookup then finds it).
         try db.keyChecked(constraint: "federated_identities_pkey") {
-            try db.execute(
+            try db.executeCached(
                 """
                 INSERT INTO federated_identities (provider_id, raw_id, uid, email, email_verified, display_name, photo_url,
                                                   screen_name, linked_at)

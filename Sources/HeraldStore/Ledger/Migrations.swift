@@ -916,5 +916,10 @@ extension LedgerMigration {
                 "v21: a worker's relay problem",
                 "ALTER TABLE workers ADD COLUMN relay_problem TEXT",
                 "ALTER TABLE workers ADD COLUMN relay_since BIGINT")),
+        // What an import from Firebase brings that Herald had no place for: custom claims and a phone number.
+        LedgerMigration(
+            "v23: imported custom claims and phone numbers",
+            sqlite: ["ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT"],
+            postgres: ["ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT"]),
     ]
 }

@@ -14,6 +14,27 @@ public struct AccountStanding: Sendable, Hashable {
     }
 }
 
+/// One account of an import, with the provider identities it comes with.
+public struct ImportedAccount: Sendable, Hashable {
+    public var account: Account
+    public var identities: [FederatedIdentity]
+
+    public init(account: Account, identities: [FederatedIdentity] = []) {
+        self.account = account
+        self.identities = identities
+    }
+}
+
+/// Why the ledger could not take one account of an import: something already there holds its key.
+public enum ImportConflict: Sendable, Hashable {
+    /// An account has this uid, and the import does not overwrite.
+    case uidExists
+    /// Another account has this email.
+    case emailExists
+    /// Another account has one of these provider identities.
+    case identityExists
+}
+
 /// Accounts, when Herald owns them (`accounts.owner: herald`).
 public protocol AccountStore: Sendable {
     func account(uid: String) throws -> Account?
@@ -48,6 +69,26 @@ public protocol AccountStore: Sendable {
 
     /// Accounts, oldest first.
     func accounts(limit: Int?) throws -> [Account]
+
+    /// Up to `limit` accounts ordered by uid (bytewise), from the first uid after `uid`: pages of `accounts:batchGet`.
+    func accounts(after uid: String?, limit: Int) throws -> [Account]
+
+    /// How many accounts there are.
+    func accountCount() throws -> Int
+
+    /// Writes an import's accounts in one transaction: each is inserted, or (with `overwrite`) replaces the account
+    /// with its uid, identities and all. An account whose uid (without `overwrite`), email or identity another
+    /// account already holds is left out and named in the answer, by its index; the others are all written or,
+    /// on an error, none is.
+    func importAccounts(_ accounts: [ImportedAccount], overwrite: Bool, now: Date) throws -> [Int: ImportConflict]
+
+    /// Deletes, in one transaction, each listed account that `allowed` admits, revoking its refresh tokens as
+    /// `deleteAccount` does; answers the uids of accounts that exist and were refused. Unknown uids are skipped.
+    func deleteAccounts(uids: [String], if allowed: (Account) -> Bool) throws -> [String]
+
+    /// Replaces an account's password hash only while it still is `current`, and records the sign-in, in one
+    /// transaction: an imported hash becoming Herald's own at the first sign-in. False when the hash had changed.
+    func replacePasswordHash(uid: String, current: String, with replacement: String, loginAt: Date) throws -> Bool
 
     /// Signs in with a verified provider identity by Firebase's rules (`IdpDecision`), in one transaction:
     /// creates, links or takes over an account as the rule says, or changes nothing (`needConfirmation`).

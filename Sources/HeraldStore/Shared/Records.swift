@@ -11,7 +11,8 @@ enum Records {
             validSince: row["valid_since"], createdAt: Date(milliseconds: row["created_at"]),
             lastLoginAt: (row["last_login_at"] as Int64?).map(Date.init(milliseconds:)),
             providers: (try? JSONDecoder().decode([String].self, from: Data((row["providers"] as String).utf8))) ?? [],
-            photoURL: row["photo_url"], initialEmail: row["initial_email"])
+            photoURL: row["photo_url"], initialEmail: row["initial_email"], customAttributes: row["custom_attributes"],
+            phoneNumber: row["phone_number"])
     }
 
     /// The account's columns, named as in `accounts`.
@@ -21,6 +22,7 @@ enum Records {
             "uid": account.uid, "email": account.email, "email_verified": account.emailVerified, "password_hash": account.passwordHash,
             "display_name": account.displayName, "disabled": account.disabled, "email_link_signin": account.emailLinkSignin,
             "photo_url": account.photoURL, "initial_email": account.initialEmail,
+            "custom_attributes": account.customAttributes, "phone_number": account.phoneNumber,
             "valid_since": account.validSince, "created_at": account.createdAt.milliseconds,
             "last_login_at": account.lastLoginAt?.milliseconds, "providers": providerJSON,
         ]
