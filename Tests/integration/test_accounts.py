@@ -63,3 +63,56 @@ def test_json_lines_import(herald, tmp_path):
     listed = {row["uid"]: row for row in json.loads(herald("accounts", "list", "--json", config=config).stdout)}
     assert listed["ada-1"]["email"] == "ada@example.com"
     assert [row["disabled"] for row in listed.values() if row["email"] == "bob@example.com"] == [True]
+
+
+def test_firebase_export_without_hash_parameters_is_one_clear_error(herald, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"users": [{"localId": "u1", "email": "ada@example.com",
+                                            "passwordHash": "aGFzaA==", "salt": "c2FsdA=="}]}), encoding="utf-8")
+    result = herald("accounts", "import", str(users), config=config, check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: MISSING_HASH_ALGORITHM") and "--hash-config" in lines[0], result.stderr
+    assert json.loads(herald("accounts", "list", "--json", config=config).stdout) == []
+
+
+def test_firebase_export_imports_with_the_consoles_hash_config_and_a_rerun_skips(herald, tmp_path):
+    import base64
+    import hashlib
+
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    users = []
+    for index in range(3):
+        salt = f"salt-{index}".encode()
+        digest = hashlib.sha256(salt + f"password-{index}".encode()).digest()
+        users.append({"localId": f"u{index}", "email": f"user{index}@example.com", "emailVerified": True,
+                      "passwordHash": base64.b64encode(digest).decode(), "salt": base64.b64encode(salt).decode(),
+                      "createdAt": "1600000000000", "lastSignedInAt": "1700000000000"})
+    users.append({"localId": "bad", "email": "not-an-address"})
+    export = tmp_path / "users.json"
+    export.write_text('{"users": [\n' + ",\n".join(json.dumps(user, indent=2) for user in users) + "]}\n", encoding="utf-8")
+    hash_config = tmp_path / "hash-config.txt"
+    hash_config.write_text("hash_config {\n  algorithm: SHA256,\n  rounds: 1,\n}\n", encoding="utf-8")
+
+    first = herald("accounts", "import", str(export), "--hash-config", str(hash_config), config=config, check=False)
+    assert first.returncode == 1
+    assert "imported 3 account(s), rejected 1, skipped 0 already there" in first.stdout, first.stdout
+    assert f"{export}:4: localId bad: email is invalid" in first.stderr, first.stderr
+    again = herald("accounts", "import", str(export), "--hash-config", str(hash_config), config=config, check=False)
+    assert "imported 0 account(s), rejected 1, skipped 3 already there" in again.stdout, again.stdout
+
+    with sqlite3.connect(tmp_path / "herald.sqlite") as db:
+        rows = dict(db.execute("SELECT uid, password_hash FROM accounts"))
+        created = db.execute("SELECT created_at FROM accounts WHERE uid = 'u0'").fetchone()[0]
+    assert sorted(rows) == ["u0", "u1", "u2"] and all(h.startswith("firebase-sha256$1$") for h in rows.values())
+    assert created == 1600000000000
+
+    exported = tmp_path / "out.json"
+    out = herald("accounts", "export", str(exported), config=config)
+    assert "exported 3 account(s)" in out.stdout
+    assert (exported.stat().st_mode & 0o777) == 0o600
+    document = json.loads(exported.read_text(encoding="utf-8"))
+    assert document["hashConfig"] == {"hashAlgorithm": "PBKDF2_SHA256", "rounds": 210000}
+    assert [user["localId"] for user in document["users"]] == ["u0", "u1", "u2"]
+    assert all(user["heraldPasswordHash"].startswith("firebase-sha256$") for user in document["users"])

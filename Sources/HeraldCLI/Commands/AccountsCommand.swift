@@ -61,7 +61,15 @@ struct ImportAccounts: AsyncParsableCommand {
             if try isFirebase() {
                 let (users, fileConfig) = try FirebaseUserFile.read(file)
                 let parameters = try hashParameters() ?? fileConfig ?? ImportedPasswordHash.Parameters()
-                report = try accounts.importFirebaseUsers(users, hash: parameters, overwrite: overwrite) { progress.update($0, of: users.count) }
+                do {
+                    report = try accounts.importFirebaseUsers(users, hash: parameters, overwrite: overwrite) {
+                        progress.update($0, of: users.count)
+                    }
+                } catch let error as HeraldError where error.code == .missingHashAlgorithm {
+                    throw HeraldError(
+                        .missingHashAlgorithm,
+                        "the users have password hashes: give the project's hash parameters with --hash-config FILE or --hash-algo")
+                }
             } else {
                 report = try accounts.importAccounts(path: file, overwrite: overwrite) { progress.update($0.done, of: $0.total) }
             }
