@@ -86,6 +86,10 @@ ERROR_MEANINGS = {
     "DUPLICATE_EMAIL": "One import with `sanityCheck` names an email twice.",
     "DUPLICATE_RAW_ID": "One import with `sanityCheck` names a provider identity twice.",
     "MISSING_USER_ACCOUNT": "An import (`accounts:batchCreate`) without users.",
+    "INVALID_CLAIMS": "Custom claims (`customAttributes`) that are not a JSON object.",
+    "CLAIMS_TOO_LARGE": "Custom claims over 1,000 characters.",
+    "FORBIDDEN_CLAIM": "Custom claims that set a claim ID tokens reserve (`sub`, `aud`, `firebase`, …); the detail "
+    "names it.",
     "LOCAL_ID_LIST_EXCEEDS_LIMIT": "A batch delete of no uids, or of more than 1,000.",
     "EMAIL_NOT_FOUND": "No account has this email (admin callers only under enumeration protection).",
     "USER_NOT_FOUND": "The account does not exist (any more).",

@@ -166,3 +166,41 @@ import Testing
         #expect(users[0].providerUserInfo?.first?.providerId == "google.com" && users[0].providerUserInfo?.first?.rawId == "g-7")
     }
 }
+
+/// Custom claims: checked as Firebase checks them, kept on the account, carried by every ID token at the top level.
+@Suite struct CustomClaimsTests {
+    @Test func claimsAreCheckedAsFirebaseChecksThem() throws {
+        #expect(try CustomClaims.validate(#"{"role":"admin","level":3}"#) == #"{"role":"admin","level":3}"#)
+        #expect(try CustomClaims.validate("{}") == nil)
+        #expect(try CustomClaims.validate("") == nil)
+        func code(_ text: String) -> HeraldError? { #expect(throws: HeraldError.self) { try CustomClaims.validate(text) } }
+        #expect(code("[1,2]")?.code == .invalidClaims)
+        #expect(code("not json")?.code == .invalidClaims)
+        #expect(code(#"{"a":"\#(String(repeating: "x", count: 1000))"}"#)?.code == .claimsTooLarge)
+        let forbidden = code(#"{"role":"x","sub":"someone-else"}"#)
+        #expect(forbidden?.code == .forbiddenClaim && forbidden?.detail == "sub")
+    }
+
+    @Test func idTokensCarryTheAccountsClaimsAndNeverLetThemReplaceItsOwn() async throws {
+        let rulebook = try Rulebook()
+        let accounts = rulebook.actions.accounts
+        let account = try accounts.createAccount(
+            SignUpRequest(email: "ada@example.com", password: "secret-1", displayName: "Ada"), as: .admin)
+        var edit = AccountEdit()
+        edit.customAttributes = #"{"role":"admin","tier":{"level":3},"name":"Countess"}"#
+        _ = try accounts.editAccount(uid: account.uid, edit)
+        // A ledger written by hand (or an older Herald) cannot slip a reserved claim past the token either.
+        _ = try rulebook.store.updateAccount(uid: account.uid) {
+            $0.customAttributes = #"{"role":"admin","tier":{"level":3},"name":"Countess","email":"evil@example.com","user_id":"x"}"#
+        }
+        let session = try await accounts.signInWithPassword(email: "ada@example.com", password: "secret-1")
+        let claims = try #require(try JSONSerialization.jsonObject(with: CredentialTests.segment(session.idToken, 1)) as? [String: Any])
+        #expect(claims["role"] as? String == "admin")
+        #expect((claims["tier"] as? [String: Any])?["level"] as? Int == 3)
+        #expect(claims["name"] as? String == "Countess")
+        #expect(claims["email"] as? String == "ada@example.com" && claims["user_id"] as? String == account.uid)
+        #expect(try await rulebook.actions.sessions.idTokens().verify(session.idToken).uid == account.uid)
+        edit.customAttributes = "{}"
+        #expect(try accounts.editAccount(uid: account.uid, edit).customAttributes == nil)
+    }
+}

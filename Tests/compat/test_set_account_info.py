@@ -8,18 +8,20 @@ clock does not, so such cases continue with the fresh idToken the update returns
 Skipped there: "should add password provider to anon user", "should allow adding email without
 password to anon user", "should not set initial email or send OOB when anon user updates email"
 (anonymous users); phone-number and MFA cases; "should delete password/phone/google.com provider
-from user" (`deleteProvider` is not among Herald's update fields); customAttributes cases;
+from user" (`deleteProvider` is not among Herald's update fields);
 "should error if auth is disabled", "should set tenantId in oobLink" (tenants); the
 linkProviderUserInfo cases (IdP).
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from compat_support import (
     FAMILIES, call, decode_jwt, expect_error, expect_id_token_expired, expect_ok, get_account_info_by_id_token,
-    inspect_oobs, next_second, register_user, unique_email, update_account_by_local_id,
+    inspect_oobs, next_second, register_user, sign_in_with_email_link, unique_email, update_account_by_local_id,
 )
 
 PASSWORD = "notasecret"
@@ -263,3 +265,24 @@ def test_should_error_if_authenticated_request_does_not_specify_local_id(emu):
     """setAccountInfo.spec.ts: should error if authenticated request does not specify localId"""
     expect_error(call(emu, "update", {"emailVerified": True}, admin=True), "MISSING_LOCAL_ID")
 
+
+
+def test_should_update_custom_attributes_and_add_them_to_id_tokens(emu):
+    """setAccountInfo.spec.ts: should update customAttributes and add them to ID Tokens"""
+    email = unique_email("claims")
+    user = register_user(emu, email, PASSWORD)
+    attrs = {"foo": "bar", "baz": {"answer": 42}}
+    expect_ok(call(emu, "update", {"localId": user["localId"], "customAttributes": json.dumps(attrs)}, admin=True))
+
+    payload = decode_jwt(sign_in_with_email_link(emu, email)["idToken"])["payload"]
+    assert payload["foo"] == attrs["foo"] and payload["baz"] == attrs["baz"], payload
+
+
+def test_should_error_if_custom_attributes_are_invalid(emu):
+    """setAccountInfo.spec.ts: should error if customAttributes are invalid"""
+    user = register_user(emu, unique_email("bad-claims"), PASSWORD)
+    for claims, message in [("{definitely[not]json}", "INVALID_CLAIMS"), ("42", "INVALID_CLAIMS"),
+                            ('["a", "b"]', "INVALID_CLAIMS"), ('{"sub": "12345"}', "FORBIDDEN_CLAIM : sub"),
+                            ('{"a":"' + "x" * 998 + '"}', "CLAIMS_TOO_LARGE")]:
+        resp = call(emu, "update", {"localId": user["localId"], "customAttributes": claims}, admin=True)
+        expect_error(resp, message, exact=True)

@@ -332,3 +332,27 @@ def test_disabling_and_deleting_users_end_refresh(server, admin_app):
     refresh_refused(srv, deleted, "USER_NOT_FOUND")
     with pytest.raises(auth.UserNotFoundError):
         auth.get_user(deleted_uid, app=app)
+
+
+def test_custom_claims_are_set_shown_and_carried_by_id_tokens(server, admin_app):
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    email = unique_email("sdk-claims")
+    user = auth.create_user(email=email, password=PASSWORD, app=app)
+
+    auth.set_custom_user_claims(user.uid, {"role": "admin", "tier": {"level": 3}}, app=app)
+    assert auth.get_user(user.uid, app=app).custom_claims == {"role": "admin", "tier": {"level": 3}}
+    token = ok(srv.sign_in(email, PASSWORD))["idToken"]
+    decoded = auth.verify_id_token(token, app=app)
+    assert decoded["role"] == "admin" and decoded["tier"] == {"level": 3} and decoded["uid"] == user.uid
+
+    with pytest.raises(ValueError):  # the SDK refuses reserved claims itself; Herald refuses them too, below
+        auth.set_custom_user_claims(user.uid, {"sub": "someone-else"}, app=app)
+    assert_error(srv.admin("accounts:update", {"localId": user.uid, "customAttributes": '{"aud":"other"}'}),
+                 "FORBIDDEN_CLAIM", message="FORBIDDEN_CLAIM : aud")
+    assert_error(srv.post("accounts:update", {"idToken": token, "customAttributes": '{"role":"owner"}'}),
+                 "INSUFFICIENT_PERMISSION")
+
+    auth.set_custom_user_claims(user.uid, None, app=app)
+    assert auth.get_user(user.uid, app=app).custom_claims is None
+    assert "role" not in auth.verify_id_token(ok(srv.sign_in(email, PASSWORD))["idToken"], app=app)

@@ -56,6 +56,8 @@ public struct AccountEdit: Sendable {
     public var disabled: Bool?
     /// Unix seconds, as text: tokens issued before stop working (`revoke_refresh_tokens`).
     public var validSince: String?
+    /// Custom claims, a JSON object as text (`set_custom_user_claims`); `{}` removes them.
+    public var customAttributes: String?
 
     public init() {}
 }

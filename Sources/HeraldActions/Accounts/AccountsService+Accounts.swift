@@ -133,13 +133,15 @@ extension AccountsService {
 
     /// Applies an administrator's edit to one account in one transaction.
     ///
-    /// - Throws: `USER_NOT_FOUND`, `WEAK_PASSWORD`, `INVALID_EMAIL`, `EMAIL_EXISTS`, `INVALID_DISPLAY_NAME`, `INVALID_ARGUMENT`.
+    /// - Throws: `USER_NOT_FOUND`, `WEAK_PASSWORD`, `INVALID_EMAIL`, `EMAIL_EXISTS`, `INVALID_DISPLAY_NAME`, `INVALID_ARGUMENT`,
+    ///   `INVALID_CLAIMS`, `CLAIMS_TOO_LARGE`, `FORBIDDEN_CLAIM`.
     public func editAccount(uid: String, _ edit: AccountEdit, now: Date = Date()) throws -> Account {
         try requireAccountOwnership("update")
         if let password = edit.password { try PasswordHasher.checkStrength(password) }
         let hash = try edit.password.map(PasswordHasher.hash)  // slow on purpose: outside the transaction
         let email = try edit.email.map { try EmailAddress($0).value }
         let displayName = try edit.displayName.map(DisplayName.validate)
+        let claims = try edit.customAttributes.map(CustomClaims.validate)
         let validSince = try edit.validSince.map { seconds in
             guard let value = Int64(seconds), value >= 0, value < 253_402_300_800 else {
                 throw HeraldError(.invalidArgument, "validSince must be Unix seconds")
@@ -168,6 +170,7 @@ extension AccountsService {
             if edit.deletePhotoURL { account.photoURL = nil }
             if edit.deleteDisplayName { account.displayName = nil }
             if let validSince { account.validSince = validSince }
+            if let claims { account.customAttributes = claims }
         }
     }
 

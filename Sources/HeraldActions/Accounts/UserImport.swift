@@ -276,7 +276,7 @@ extension AccountsService {
             email = valid
         }
         if let phone = user.phoneNumber, !Self.isPhoneNumber(phone) { throw UserImportRefusal("phone number format is invalid") }
-        if let claims = user.customAttributes { try Self.checkCustomClaims(claims) }
+        let claims = try user.customAttributes.flatMap(Self.checkCustomClaims)
         var identities: [FederatedIdentity] = []
         for provider in user.providerUserInfo ?? [] {
             if provider.providerId == "password" || provider.providerId == "phone" { continue }  // the account's own
@@ -319,7 +319,7 @@ extension AccountsService {
             displayName: try user.displayName.map(DisplayName.validate), disabled: user.disabled ?? false,
             validSince: now.milliseconds - 1000, createdAt: Date(milliseconds: created),
             lastLoginAt: lastLogin.map(Date.init(milliseconds:)), providers: providers, photoURL: user.photoUrl,
-            customAttributes: user.customAttributes, phoneNumber: user.phoneNumber)
+            customAttributes: claims, phoneNumber: user.phoneNumber)
         return ImportedAccount(account: account, identities: identities)
     }
 
@@ -329,20 +329,16 @@ extension AccountsService {
         return text.hasPrefix("+") && (2...15).contains(digits.count) && digits.allSatisfy { (48...57).contains($0) }
     }
 
-    /// The claims Firebase reserves for itself, which custom claims may not set.
-    static let reservedClaims: Set<String> = [
-        "acr", "amr", "at_hash", "aud", "auth_time", "azp", "cnf", "c_hash", "exp", "iat", "iss", "jti", "nbf", "nonce",
-        "sub", "firebase",
-    ]
-
-    /// Custom claims as Firebase takes them: a JSON object of at most 1,000 characters, no reserved claim.
-    static func checkCustomClaims(_ text: String) throws {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            throw UserImportRefusal("Invalid custom claims provided.")
-        }
-        guard text.count <= 1000 else { throw UserImportRefusal("Custom claims provided are too large.") }
-        if object.keys.contains(where: reservedClaims.contains) {
-            throw UserImportRefusal("Custom claims provided include a reserved claim.")
+    /// Custom claims as Firebase takes them (`CustomClaims.validate`), refused in the words of an import's answer.
+    static func checkCustomClaims(_ text: String) throws -> String? {
+        do {
+            return try CustomClaims.validate(text)
+        } catch let error as HeraldError {
+            switch error.code {
+            case .claimsTooLarge: throw UserImportRefusal("Custom claims provided are too large.")
+            case .forbiddenClaim: throw UserImportRefusal("Custom claims provided include a reserved claim.")
+            default: throw UserImportRefusal("Invalid custom claims provided.")
+            }
         }
     }
 

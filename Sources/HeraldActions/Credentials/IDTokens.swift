@@ -53,12 +53,13 @@ public final class IDTokens: Sendable {
         if let email = account.email { identities["email"] = [email] }
         for identity in linked { identities[identity.providerId, default: []].append(identity.rawId) }
         let issued = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        let payload = Payload(
+        var payload = Payload(
             iss: IssuerClaim(value: issuer), aud: AudienceClaim(value: [projectID]), sub: SubjectClaim(value: account.uid),
             userID: account.uid, authTime: Int64(authTime.timeIntervalSince1970), iat: IssuedAtClaim(value: issued),
             exp: ExpirationClaim(value: issued.addingTimeInterval(Self.lifetime)), issuedAtMilliseconds: now.milliseconds,
             email: account.email, emailVerified: account.email == nil ? nil : account.emailVerified, name: account.displayName,
             picture: account.photoURL, firebase: .init(identities: identities, signInProvider: provider))
+        payload.customClaims = CustomClaims.decode(account.customAttributes)
         var header = JWTHeader()
         header.typ = "JWT"
         return try await prepared().sign(payload, kid: signingKID, header: header)
@@ -120,13 +121,48 @@ public final class IDTokens: Sendable {
         let name: String?
         let picture: String?
         let firebase: Firebase
+        /// The account's custom claims, at the top level beside the others (written, never read back).
+        var customClaims: [String: JSONValue] = [:]
 
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case iss, aud, sub, iat, exp, email, name, picture, firebase
             case userID = "user_id"
             case authTime = "auth_time"
             case issuedAtMilliseconds = "herald_iat_ms"
             case emailVerified = "email_verified"
+        }
+
+        /// A custom claim's name.
+        struct ClaimName: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        /// Firebase's order of precedence: custom claims may replace `name` and `picture`, never what the token says
+        /// of the account and the session (the reserved claims are refused when the claims are set; `email`,
+        /// `email_verified`, `user_id` and Herald's own are written over them).
+        func encode(to encoder: any Encoder) throws {
+            var custom = encoder.container(keyedBy: ClaimName.self)
+            let written: Set<String> = Set(CodingKeys.allCases.map(\.stringValue)).subtracting(["name", "picture"])
+            for (name, value) in customClaims where !written.contains(name) {
+                try custom.encode(value, forKey: ClaimName(stringValue: name))
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(iss, forKey: .iss)
+            try container.encode(aud, forKey: .aud)
+            try container.encode(sub, forKey: .sub)
+            try container.encode(userID, forKey: .userID)
+            try container.encode(authTime, forKey: .authTime)
+            try container.encode(iat, forKey: .iat)
+            try container.encode(exp, forKey: .exp)
+            try container.encodeIfPresent(issuedAtMilliseconds, forKey: .issuedAtMilliseconds)
+            try container.encodeIfPresent(email, forKey: .email)
+            try container.encodeIfPresent(emailVerified, forKey: .emailVerified)
+            if customClaims["name"] == nil { try container.encodeIfPresent(name, forKey: .name) }
+            if customClaims["picture"] == nil { try container.encodeIfPresent(picture, forKey: .picture) }
+            try container.encode(firebase, forKey: .firebase)
         }
 
         func verify(using algorithm: some JWTAlgorithm) async throws {

@@ -36,6 +36,9 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case duplicateEmail = "DUPLICATE_EMAIL"
             case duplicateRawID = "DUPLICATE_RAW_ID"
             case missingUserAccount = "MISSING_USER_ACCOUNT"
+            case invalidClaims = "INVALID_CLAIMS"
+            case claimsTooLarge = "CLAIMS_TOO_LARGE"
+            case forbiddenClaim = "FORBIDDEN_CLAIM"
             case localIDListExceedsLimit = "LOCAL_ID_LIST_EXCEEDS_LIMIT"
             case emailNotFound = "EMAIL_NOT_FOUND"
             case userNotFound = "USER_NOT_FOUND"
@@ -136,6 +139,12 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let duplicateRawID = Code(.duplicateRawID)
         /// An import (`accounts:batchCreate`) with no users.
         public static let missingUserAccount = Code(.missingUserAccount)
+        /// Custom claims (`customAttributes`) that are not a JSON object.
+        public static let invalidClaims = Code(.invalidClaims)
+        /// Custom claims over 1,000 characters.
+        public static let claimsTooLarge = Code(.claimsTooLarge)
+        /// Custom claims naming a claim ID tokens reserve (`sub`, `aud`, …).
+        public static let forbiddenClaim = Code(.forbiddenClaim)
         /// A batch delete of no uids, or of more than 1,000.
         public static let localIDListExceedsLimit = Code(.localIDListExceedsLimit)
         public static let emailNotFound = Code(.emailNotFound)

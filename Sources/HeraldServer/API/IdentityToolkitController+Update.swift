@@ -13,6 +13,7 @@ extension IdentityToolkitController {
             return UpdateReply(applied: account, newEmail: applied.kind == .verifyAndChangeEmail ? applied.newEmail : nil)
         }
         if let idToken = body.idToken {
+            if body.customAttributes != nil { throw HeraldError(.insufficientPermission, "") }  // an administrator's alone
             if body.disableUser != nil {  // an owner cannot (un)disable themselves; `emailVerified` is ignored, as Firebase does
                 throw HeraldError(.operationNotAllowed, "")
             }
@@ -60,14 +61,16 @@ struct UpdateBody: StrictDecodable {
     let returnSecureToken: Bool?
     /// Providers to unlink (`password`, `google.com`, …).
     let deleteProvider: [String]?
+    /// Custom claims (admin): a JSON object as text, carried by the account's ID tokens.
+    let customAttributes: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case oobCode, idToken, localId, email, password, displayName, photoUrl, emailVerified, disableUser, deleteAttribute
-        case validSince, returnSecureToken, deleteProvider
+        case validSince, returnSecureToken, deleteProvider, customAttributes
     }
 
     static let ignoredFields: Set<String> = [
-        "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
+        "phoneNumber", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
         "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo", "providers",
         "upgradeToFederatedLogin",
     ]
@@ -85,6 +88,7 @@ struct UpdateBody: StrictDecodable {
         edit.emailVerified = emailVerified
         edit.disabled = disableUser
         edit.validSince = validSince?.text
+        edit.customAttributes = customAttributes
         return edit
     }
 
