@@ -501,3 +501,19 @@ def test_custom_claims_are_kept_as_json_text(shared):
     assert not body.get("error"), body
     [user] = ok(srv.admin("accounts:lookup", {"localId": [uid]}))["users"]
     assert json.loads(user["customAttributes"]) == claims, user
+
+
+def test_imported_phone_numbers_are_found_and_never_shared(shared, admin_app):
+    srv = shared
+    app = admin_app(srv)
+    first, second = new_uid("phone-a"), new_uid("phone-b")
+    number = f"+1555{uuid.uuid4().int % 10**7:07d}"
+    check_imported_result(auth.import_users([auth.ImportUserRecord(uid=first, phone_number=number)], app=app), 1)
+    assert auth.get_user_by_phone_number(number, app=app).uid == first
+    found = ok(srv.admin("accounts:query", {"expression": [{"phoneNumber": number}]}))
+    assert [user["localId"] for user in found["userInfo"]] == [first], found
+
+    body = ok(srv.admin("accounts:batchCreate", {"users": [{"localId": second, "phoneNumber": number}]}))
+    assert body.get("error") == [{"index": 0, "message": "phone number exists in other account in database"}], body
+    with pytest.raises(auth.UserNotFoundError):
+        auth.get_user(second, app=app)

@@ -121,12 +121,14 @@ extension AccountsService {
         return account
     }
 
-    /// The accounts with these uids and emails (admin lookup), each once; unknown ones are left out.
-    public func accounts(uids: [String], emails: [String]) throws -> [Account] {
+    /// The accounts with these uids, emails and phone numbers (admin lookup), each once; unknown ones are left out.
+    public func accounts(uids: [String], emails: [String], phoneNumbers: [String] = []) throws -> [Account] {
         try requireAccountOwnership("lookup")
         var found: [Account] = []
         var seen: Set<String> = []
-        let matches = try uids.map { try store.account(uid: $0) } + emails.map { try store.account(email: $0.lowercased()) }
+        let matches =
+            try uids.map { try store.account(uid: $0) } + emails.map { try store.account(email: $0.lowercased()) }
+            + phoneNumbers.map { try store.account(phoneNumber: $0) }
         for case let account? in matches where seen.insert(account.uid).inserted { found.append(account) }
         return found
     }

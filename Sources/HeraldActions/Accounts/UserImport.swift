@@ -237,6 +237,7 @@ extension AccountsService {
         case .uidExists: "localId belongs to an existing account - can not overwrite."
         case .emailExists: "email exists in other account in database"
         case .identityExists: "raw id exists in other account in database"
+        case .phoneNumberExists: "phone number exists in other account in database"
         }
     }
 

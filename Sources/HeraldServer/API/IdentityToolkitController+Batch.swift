@@ -61,7 +61,8 @@ extension IdentityToolkitController {
             let found: [Account]
             if let expression = body.expression, !expression.isEmpty {
                 found = try accounts.accounts(
-                    uids: expression.compactMap(\.userId), emails: expression.compactMap(\.email)
+                    uids: expression.compactMap(\.userId), emails: expression.compactMap(\.email),
+                    phoneNumbers: expression.compactMap(\.phoneNumber)
                 ).sorted { $0.uid.utf8.lexicographicallyPrecedes($1.uid.utf8) }
             } else {
                 found = try accounts.accountsPage(after: nil, limit: offset + limit).accounts

@@ -12,8 +12,10 @@ extension IdentityToolkitController {
             return LookupReply(users: [UserInfo(account, identities: identities)])
         }
         let users = try await offload {
-            try accounts.accounts(uids: body.localId?.values ?? [], emails: body.email?.values ?? [])
-                .map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }
+            try accounts.accounts(
+                uids: body.localId?.values ?? [], emails: body.email?.values ?? [], phoneNumbers: body.phoneNumber?.values ?? []
+            )
+            .map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }
         }
         return LookupReply(users: users.isEmpty ? nil : users)
     }
@@ -30,16 +32,17 @@ extension IdentityToolkitController {
     }
 }
 
-/// `accounts:lookup`'s body; `localId` and `email` each take one string or several.
+/// `accounts:lookup`'s body; `localId`, `email` and `phoneNumber` each take one string or several.
 struct LookupBody: StrictDecodable {
     let idToken: String?
     let localId: StringList?
     let email: StringList?
+    let phoneNumber: StringList?
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case idToken, localId, email }
+    enum CodingKeys: String, CodingKey, CaseIterable { case idToken, localId, email, phoneNumber }
 
     static let ignoredFields: Set<String> = [
-        "phoneNumber", "federatedUserId", "initialEmail", "tenantId", "targetProjectId", "delegatedProjectNumber",
+        "federatedUserId", "initialEmail", "tenantId", "targetProjectId", "delegatedProjectNumber",
     ]
 }
 

@@ -10,6 +10,10 @@ extension LedgerEngine {
         try read { db in try Self.account(db, email: email) }
     }
 
+    public func account(phoneNumber: String) throws -> Account? {
+        try read { db in try db.fetchOne("SELECT * FROM accounts WHERE phone_number = ?", [phoneNumber]).map(Records.account) }
+    }
+
     public func standings(emails: [String]) throws -> [String: AccountStanding] {
         guard !emails.isEmpty else { return [:] }
         return try read { db in
@@ -103,6 +107,14 @@ extension LedgerEngine {
                     addresses[(row["email"] as String).lowercased()] = row["uid"] as String
                 }
             }
+            var phones: [String: String] = [:]
+            let numbers = accounts.compactMap(\.account.phoneNumber)
+            for start in stride(from: 0, to: numbers.count, by: 1000) {
+                let (listed, arguments) = db.dialect.oneOf("phone_number", Array(numbers[start..<min(start + 1000, numbers.count)]))
+                for row in try db.rows("SELECT uid, phone_number FROM accounts WHERE \(listed)", arguments) {
+                    phones[row["phone_number"] as String] = row["uid"] as String
+                }
+            }
             var identities: [String: String] = [:]
             let rawIDs = accounts.flatMap { $0.identities.map(\.rawId) }
             for start in stride(from: 0, to: rawIDs.count, by: 1000) {
@@ -120,6 +132,8 @@ extension LedgerEngine {
                     conflicts[index] = .uidExists
                 } else if let email = account.email?.lowercased(), let holder = addresses[email], holder != account.uid {
                     conflicts[index] = .emailExists
+                } else if let phone = account.phoneNumber, let holder = phones[phone], holder != account.uid {
+                    conflicts[index] = .phoneNumberExists
                 } else if keys.contains(where: { identities[$0].map { $0 != account.uid } ?? false }) {
                     conflicts[index] = .identityExists
                 }
@@ -134,6 +148,7 @@ extension LedgerEngine {
                 for identity in imported.identities { try Self.insertIdentity(db, identity, uid: account.uid, now: now) }
                 uids.insert(account.uid)
                 if let email = account.email?.lowercased() { addresses[email] = account.uid }
+                if let phone = account.phoneNumber { phones[phone] = account.uid }
                 for key in keys { identities[key] = account.uid }
             }
             return conflicts

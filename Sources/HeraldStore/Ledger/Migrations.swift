@@ -919,7 +919,13 @@ extension LedgerMigration {
         // What an import from Firebase brings that Herald had no place for: custom claims and a phone number.
         LedgerMigration(
             "v23: imported custom claims and phone numbers",
-            sqlite: ["ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT"],
-            postgres: ["ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT"]),
+            sqlite: [
+                "ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT",
+                "CREATE UNIQUE INDEX accounts_phone_number ON accounts(phone_number) WHERE phone_number IS NOT NULL",
+            ],
+            postgres: [
+                "ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT",
+                "CREATE UNIQUE INDEX accounts_phone_number ON accounts(phone_number) WHERE phone_number IS NOT NULL",
+            ]),
     ]
 }

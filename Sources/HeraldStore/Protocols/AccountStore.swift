@@ -33,6 +33,8 @@ public enum ImportConflict: Sendable, Hashable {
     case emailExists
     /// Another account has one of these provider identities.
     case identityExists
+    /// Another account has this phone number.
+    case phoneNumberExists
 }
 
 /// Accounts, when Herald owns them (`accounts.owner: herald`).
@@ -41,6 +43,9 @@ public protocol AccountStore: Sendable {
 
     /// The account with this email (case-insensitive).
     func account(email: String) throws -> Account?
+
+    /// The account with this phone number (an import's; E.164).
+    func account(phoneNumber: String) throws -> Account?
 
     /// The standing of every listed address that has an account, keyed by lower-cased address; one query.
     func standings(emails: [String]) throws -> [String: AccountStanding]
@@ -77,7 +82,7 @@ public protocol AccountStore: Sendable {
     func accountCount() throws -> Int
 
     /// Writes an import's accounts in one transaction: each is inserted, or (with `overwrite`) replaces the account
-    /// with its uid, identities and all. An account whose uid (without `overwrite`), email or identity another
+    /// with its uid, identities and all. An account whose uid (without `overwrite`), email, phone number or identity another
     /// account already holds is left out and named in the answer, by its index; the others are all written or,
     /// on an error, none is.
     func importAccounts(_ accounts: [ImportedAccount], overwrite: Bool, now: Date) throws -> [Int: ImportConflict]
