@@ -353,24 +353,38 @@ def test_disabling_and_deleting_users_end_refresh(server, admin_app):
         auth.get_user(deleted_uid, app=app)
 
 
-def test_update_user_links_a_provider_the_app_then_signs_in_with(server, admin_app):
-    """`update_user(provider_to_link=…)` (`linkProviderUserInfo`) links a provider user as stated; signing in with that
-    identity then reaches the account (emulator mode: the emulator's unsigned assertion)."""
+def test_an_administrator_links_a_provider_the_user_then_signs_in_with(server, admin_app):
+    """`accounts:update` with `linkProviderUserInfo`, as the Node Admin SDK's `updateUser(uid, {providerToLink})`
+    sends it (the Python SDK has no such argument), links a provider user as stated; the Python SDK then lists it,
+    and signing in with that identity reaches the account (emulator mode: the emulator's unsigned assertion)."""
     srv = server(server=SDK_SERVER)
     app = admin_app(srv)
     email, linked_email = unique_email("sdk-link"), unique_email("sdk-linked")
     created = auth.create_user(email=email, password=PASSWORD, app=app)
-    provider = auth.UserProvider(uid=f"g-{uuid.uuid4().hex}", provider_id="google.com", email=linked_email,
-                                 display_name="Linked")
-    updated = auth.update_user(created.uid, provider_to_link=provider, app=app)
-    [google] = [p for p in updated.provider_data if p.provider_id == "google.com"]
-    assert google.uid == provider.uid and google.email == linked_email and google.display_name == "Linked"
-    claims = '{"sub":"%s","email":"%s"}' % (provider.uid, linked_email)
+    provider = {"providerId": "google.com", "rawId": f"g-{uuid.uuid4().hex}", "email": linked_email,
+                "displayName": "Linked"}
+    ok(srv.admin("accounts:update", {"localId": created.uid, "linkProviderUserInfo": provider}))
+    [google] = [p for p in auth.get_user(created.uid, app=app).provider_data if p.provider_id == "google.com"]
+    assert google.uid == provider["rawId"] and google.email == linked_email and google.display_name == "Linked"
+    claims = '{"sub":"%s","email":"%s"}' % (provider["rawId"], linked_email)
     signed = ok(srv.post("accounts:signInWithIdp", {"postBody": f"providerId=google.com&id_token={claims}",
                                                     "requestUri": "http://localhost", "returnSecureToken": True}))
     assert signed["localId"] == created.uid and "isNewUser" not in signed, signed
-    # The same identity cannot go to another account.
+    # The same identity cannot go to another account; a provider user needs both ids.
     other = auth.create_user(email=unique_email("sdk-other"), password=PASSWORD, app=app)
-    with pytest.raises(exceptions.FirebaseError) as refused:
-        auth.update_user(other.uid, provider_to_link=provider, app=app)
-    assert "FEDERATED_USER_ID_ALREADY_LINKED" in str(refused.value) or refused.value.code == "ALREADY_EXISTS", refused.value
+    assert_error(srv.admin("accounts:update", {"localId": other.uid, "linkProviderUserInfo": provider}),
+                 "FEDERATED_USER_ID_ALREADY_LINKED")
+    assert_error(srv.admin("accounts:update", {"localId": other.uid, "linkProviderUserInfo": {"rawId": "x"}}),
+                 "MISSING_PROVIDER_ID")
+
+
+def test_only_an_administrator_links_a_provider_outside_emulator_mode(server):
+    """Production takes `linkProviderUserInfo` from administrators only; the emulator (emulator mode) also from the
+    account's own user."""
+    srv = server()
+    user = srv.sign_up(unique_email("self-link"), PASSWORD)
+    provider = {"providerId": "google.com", "rawId": f"g-{uuid.uuid4().hex}"}
+    assert_error(srv.post("accounts:update", {"idToken": user["idToken"], "linkProviderUserInfo": provider}),
+                 "INSUFFICIENT_PERMISSION")
+    [account] = ok(srv.lookup(user["idToken"]))["users"]
+    assert [p["providerId"] for p in account["providerUserInfo"]] == ["password"], account

@@ -101,10 +101,12 @@ def test_an_existing_email_needs_confirmation_then_links_with_the_id_token(serve
     lines = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(line["kind"], line["email"], line["rawId"]) for line in lines] == [
         ("idp-need-confirmation", email, "sub-9"), ("idp-link", email, "sub-9"), ("idp-sign-in", email, "sub-9")], lines
-    # The identity is taken now: linking it to another account is refused.
+    # The identity is taken now: linking it to another account is refused — with `returnIdpCredential`, as Firebase
+    # answers, beside the credential and with no tokens.
     other = srv.sign_up(unique_email("idp-other"), PASSWORD)
-    assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]),
-                 "FEDERATED_USER_ID_ALREADY_LINKED")
+    refused = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]))
+    assert refused["errorMessage"] == "FEDERATED_USER_ID_ALREADY_LINKED" and refused["oauthIdToken"], refused
+    assert "idToken" not in refused and "localId" not in refused, refused
 
 
 def test_a_trusted_verified_email_takes_over_an_unverified_password_account(server, oidc_issuer):

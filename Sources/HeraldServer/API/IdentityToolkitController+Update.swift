@@ -16,6 +16,10 @@ extension IdentityToolkitController {
             if body.disableUser != nil {  // an owner cannot (un)disable themselves; `emailVerified` is ignored, as Firebase does
                 throw HeraldError(.operationNotAllowed, "")
             }
+            if let link = body.linkProviderUserInfo {
+                let uid = try await sessions.account(forIDToken: idToken).uid
+                _ = try await providers.linkProvider(link.value, to: uid, byAdministrator: false, visitor: context.visitor(of: request))
+            }
             let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
             var edit = body.profileEdit
             edit.locale = locale?.value
@@ -32,6 +36,9 @@ extension IdentityToolkitController {
         }
         guard context.caller == .admin else { throw HeraldError(.invalidRequestType, "Unsupported request parameters.") }
         guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
+        if let link = body.linkProviderUserInfo {
+            _ = try await providers.linkProvider(link.value, to: uid, byAdministrator: true, visitor: context.visitor(of: request))
+        }
         let edit = body.edit
         let (account, identities) = try await offload {
             let account = try accounts.editAccount(uid: uid, edit)
@@ -60,15 +67,17 @@ struct UpdateBody: StrictDecodable {
     let returnSecureToken: Bool?
     /// Providers to unlink (`password`, `google.com`, …).
     let deleteProvider: [String]?
+    /// A provider user to link (`update_user(provider_to_link=…)`).
+    let linkProviderUserInfo: ProviderUserInfoBody?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case oobCode, idToken, localId, email, password, displayName, photoUrl, emailVerified, disableUser, deleteAttribute
-        case validSince, returnSecureToken, deleteProvider
+        case validSince, returnSecureToken, deleteProvider, linkProviderUserInfo
     }
 
     static let ignoredFields: Set<String> = [
         "phoneNumber", "customAttributes", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
-        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo", "providers",
+        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "providers",
         "upgradeToFederatedLogin",
     ]
 
@@ -99,6 +108,21 @@ struct UpdateBody: StrictDecodable {
         edit.returnSecureToken = returnSecureToken ?? false
         edit.endSessions = validSince != nil
         return edit
+    }
+}
+
+/// Firebase's `ProviderUserInfo` as `linkProviderUserInfo` carries it.
+struct ProviderUserInfoBody: Decodable, Sendable {
+    let providerId: String?
+    let rawId: String?
+    let email: String?
+    let displayName: String?
+    let photoUrl: String?
+    let screenName: String?
+
+    var value: ProviderLink {
+        ProviderLink(
+            providerId: providerId, rawId: rawId, email: email, displayName: displayName, photoURL: photoUrl, screenName: screenName)
     }
 }
 

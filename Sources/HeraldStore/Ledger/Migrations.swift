@@ -916,5 +916,14 @@ extension LedgerMigration {
                 "v21: a worker's relay problem",
                 "ALTER TABLE workers ADD COLUMN relay_problem TEXT",
                 "ALTER TABLE workers ADD COLUMN relay_since BIGINT")),
+        // An address is also found through the providers linked to its account (`createAuthUri`'s sign-in methods),
+        // by the provider's own email, compared case-insensitively.
+        LedgerMigration(
+            sqlite: Step(
+                "v22: linked providers by their email",
+                "CREATE INDEX federated_identities_email ON federated_identities(lower(email))"),
+            postgres: Step(
+                "v22: linked providers by their email",
+                "CREATE INDEX federated_identities_email ON federated_identities(lower(email))")),
     ]
 }

@@ -21,6 +21,9 @@ public protocol AccountStore: Sendable {
     /// The account with this email (case-insensitive).
     func account(email: String) throws -> Account?
 
+    /// The account an identity provider linked with this email (case-insensitive) belongs to; the first linked.
+    func account(providerEmail email: String) throws -> Account?
+
     /// The standing of every listed address that has an account, keyed by lower-cased address; one query.
     func standings(emails: [String]) throws -> [String: AccountStanding]
 
