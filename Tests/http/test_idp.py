@@ -119,6 +119,25 @@ def test_a_trusted_verified_email_takes_over_an_unverified_password_account(serv
     assert_error(srv.sign_in(email, PASSWORD), "INVALID_LOGIN_CREDENTIALS")
 
 
+def test_google_sign_ins_answer_as_google_and_other_providers_with_their_claims(server, oidc_issuer):
+    """Outside emulator mode too: Google's federatedId is its account URL and rawUserInfo has Google's userinfo
+    shape (with the token's locale, none when it has none), its names also as firstName/lastName; another OIDC
+    provider's rawUserInfo is the ID token's claims."""
+    srv = server(providers={"google": oidc_issuer.herald_provider(), "oidc": {"acme": oidc_issuer.herald_provider()}})
+    email = unique_email("idp-google")
+    token = oidc_issuer.id_token("g-raw", email=email, name="Ada Lovelace",
+                                 extra={"given_name": "Ada", "family_name": "Lovelace", "locale": "pl"})
+    body = ok(idp(srv, "google.com", id_token=token))
+    assert body["federatedId"] == "https://accounts.google.com/g-raw", body
+    assert body["firstName"] == "Ada" and body["lastName"] == "Lovelace", body
+    raw = json.loads(body["rawUserInfo"])
+    assert raw["id"] == "g-raw" and raw["email"] == email and raw["verified_email"] is True and raw["locale"] == "pl", raw
+    assert raw["given_name"] == "Ada" and "https://www.googleapis.com/auth/userinfo.email" in raw["granted_scopes"], raw
+    other = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("a-raw", email=unique_email("idp-acme"))))
+    assert other["federatedId"] == "a-raw" and "firstName" not in other, other
+    assert json.loads(other["rawUserInfo"])["sub"] == "a-raw", other
+
+
 def test_twitter_credentials_are_checked_with_verify_credentials(server, oauth1_provider):
     email = unique_email("idp-twitter")
     user = oauth1_provider.add_user(name="Ada Twitter", screen_name="ada_t", email=email)
