@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 
 /// A provider user to link to an account as stated, with no assertion from the provider: `accounts:update`'s
-/// `linkProviderUserInfo` (firebase-admin's `update_user(provider_to_link=…)`).
+/// `linkProviderUserInfo` (the Node Admin SDK's `updateUser(uid, {providerToLink})`).
 public struct ProviderLink: Sendable, Hashable {
     public var providerId: String?
     public var rawId: String?

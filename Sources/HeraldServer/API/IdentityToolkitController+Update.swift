@@ -67,7 +67,7 @@ struct UpdateBody: StrictDecodable {
     let returnSecureToken: Bool?
     /// Providers to unlink (`password`, `google.com`, …).
     let deleteProvider: [String]?
-    /// A provider user to link (`update_user(provider_to_link=…)`).
+    /// A provider user to link (the Node Admin SDK's `providerToLink`).
     let linkProviderUserInfo: ProviderUserInfoBody?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
