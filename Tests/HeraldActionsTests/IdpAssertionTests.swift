@@ -19,17 +19,38 @@ import Testing
     }
 
     @Test func aMissingProviderOrTokenIsRefused() {
-        #expect(throws: HeraldError.self) { try IdpAssertion(postBody: "id_token=x", requestUri: "http://localhost") }
+        #expect(throws: HeraldError(.invalidCredentialOrProviderID, "Invalid IdP response/credential: the assertion names no providerId")) {
+            try IdpAssertion(postBody: "id_token=x", requestUri: "http://localhost")
+        }
         #expect(throws: HeraldError.self) { try IdpAssertion(postBody: "providerId=google.com", requestUri: "http://localhost") }
+    }
+
+    @Test func aRelativeRequestURIIsRefused() {
+        #expect(throws: HeraldError(.invalidRequestURI, "requestUri must be an absolute URI")) {
+            try IdpAssertion(postBody: "providerId=google.com&id_token=x", requestUri: "notAnAbsoluteUriAndThusInvalid")
+        }
+        #expect(IdpAssertion.isAbsolute("http://localhost") && IdpAssertion.isAbsolute("com.example.app:/callback"))
+        #expect(!IdpAssertion.isAbsolute("/callback?x=y:z") && !IdpAssertion.isAbsolute("1http://x"))
+    }
+
+    @Test func googleSignInsAnswerWithGooglesUserInfo() throws {
+        let json = #"{"sub":"g-1","name":"Ada Lovelace","given_name":"Ada","family_name":"Lovelace"}"#
+        let body = "providerId=google.com&id_token=" + json.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let (_, profile) = try IdpAssertion(postBody: body, requestUri: "http://localhost").emulatorIdentity()
+        #expect(profile.firstName == "Ada" && profile.lastName == "Lovelace")
+        let raw = try #require(try JSONSerialization.jsonObject(with: Data(profile.rawUserInfo.utf8)) as? [String: Any])
+        #expect(raw["id"] as? String == "g-1" && raw["verified_email"] as? Bool == false && raw["locale"] as? String == "en")
+        #expect(raw["granted_scopes"] as? String == "openid https://www.googleapis.com/auth/userinfo.profile")
+        #expect(raw["email"] == nil && raw["given_name"] as? String == "Ada")
     }
 
     @Test func emulatorAssertionsAreReadAsTheEmulatorReadsThem() throws {
         let json = #"{"sub":"u-7","email":"Ada@Example.com","email_verified":"false","name":"Ada","screen_name":"ada"}"#
         let body = "providerId=twitter.com&id_token=" + json.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        let (identity, raw) = try IdpAssertion(postBody: body, requestUri: "http://localhost").emulatorIdentity()
+        let (identity, profile) = try IdpAssertion(postBody: body, requestUri: "http://localhost").emulatorIdentity()
         #expect(identity.rawId == "u-7" && identity.email == "ada@example.com" && identity.providerId == "twitter.com")
         #expect(identity.emailVerified)  // JavaScript truthiness: the string "false" is true, as in the emulator
-        #expect(identity.displayName == "Ada" && identity.screenName == "ada" && raw.contains("u-7"))
+        #expect(identity.displayName == "Ada" && identity.screenName == "ada" && profile.rawUserInfo.contains("u-7"))
         let noSub = try IdpAssertion(postBody: "providerId=google.com&id_token=%7B%22email%22%3A%22a%40b.c%22%7D", requestUri: nil)
         #expect(throws: HeraldError.self) { try noSub.emulatorIdentity() }
     }

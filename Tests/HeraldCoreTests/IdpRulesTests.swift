@@ -34,12 +34,23 @@ import Testing
 
     @Test func aTrustedVerifiedEmailLinksOrTakesOver() throws {
         let verified = account("u1", email: "ada@example.com", verified: true)
-        #expect(try IdpDecision.decide(google, holder: nil, linking: nil, byEmail: verified, trusted: true) == .link(uid: "u1"))
+        #expect(try IdpDecision.decide(google, holder: nil, linking: nil, byEmail: verified, trusted: true) == .adopt(uid: "u1"))
         var unverified = account("u2", email: "ada@example.com", verified: false)
         #expect(try IdpDecision.decide(google, holder: nil, linking: nil, byEmail: unverified, trusted: true) == .takeOver(uid: "u2"))
         unverified.takeOver(by: google, now: now)
         #expect(unverified.passwordHash == nil && unverified.emailVerified && unverified.providers == ["google.com"])
         #expect(unverified.validSince == now.milliseconds)
+    }
+
+    @Test func aProviderThatVouchesForTheAddressBringsItsProfile() {
+        var named = account("u1", email: "ada@example.com", verified: true)
+        named.displayName = "Ada"
+        named.photoURL = "https://example.com/old.png"
+        var photographed = google
+        photographed.photoURL = "https://example.com/new.png"
+        named.adopt(photographed, now: now)
+        #expect(named.displayName == nil && named.photoURL == "https://example.com/new.png")
+        #expect(named.passwordHash == "hash" && named.providers == ["password", "google.com"] && named.emailVerified)
     }
 
     @Test func linkingRefusesTakenIdentitiesAndProviders() throws {
@@ -54,7 +65,16 @@ import Testing
         // An account without an email would take the identity's, which another account holds.
         let anonymous = account("anon", email: nil, providers: [])
         let ada = account("ada", email: "ada@example.com")
-        #expect(throws: HeraldError.self) { try IdpDecision.decide(google, holder: nil, linking: anonymous, byEmail: ada, trusted: true) }
+        #expect(throws: HeraldError(.emailExists, "")) {
+            try IdpDecision.decide(google, holder: nil, linking: anonymous, byEmail: ada, trusted: true)
+        }
+        // So would an account with an address of its own: the provider's email is another account's.
+        #expect(throws: HeraldError(.emailExists, "")) { try IdpDecision.decide(google, holder: nil, linking: me, byEmail: ada, trusted: true) }
+        // An identity already on the linking account is refused too, as Firebase refuses it.
+        let linked = account("me", email: "me@example.com", providers: ["password", "google.com"])
+        #expect(throws: HeraldError(.federatedUserIDAlreadyLinked, "")) {
+            try IdpDecision.decide(google, holder: linked, linking: linked, byEmail: nil, trusted: true)
+        }
     }
 
     @Test func disabledAccountsAreRefused() throws {

@@ -131,4 +131,19 @@ import Testing
             ])
         #expect(try store.standings(emails: []).isEmpty)
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func anAccountIsFoundByTheEmailOfAProviderLinkedToIt(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let visitor = Visitor(ip: nil, userAgent: nil)
+        let google = FederatedIdentity(providerId: "google.com", rawId: "g-1", email: "ada@gmail.com", emailVerified: true)
+        let created = try store.signIn(with: google, linking: nil, trusted: true, visitor: visitor, now: now).account
+        // A new email at the provider moves the identity, not the account's own address.
+        var moved = google
+        moved.email = "ada.lovelace@gmail.com"
+        _ = try store.signIn(with: moved, linking: nil, trusted: true, visitor: visitor, now: now)
+        #expect(try store.account(providerEmail: "ADA.Lovelace@gmail.com")?.uid == created.uid)
+        #expect(try store.account(providerEmail: "ada@gmail.com") == nil)
+        #expect(try store.account(email: "ada@gmail.com")?.uid == created.uid)
+    }
 }

@@ -19,10 +19,12 @@ Servers of this suite are shared by a whole module, so every test works on addre
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from typing import Any, Optional
+from urllib.parse import quote
 
 import jwt
 import pytest
@@ -37,7 +39,7 @@ __all__ = [
     "sign_in_with_password", "create_email_sign_in_oob", "sign_in_with_email_link", "inspect_oobs",
     "get_signin_methods", "get_account_info_by_id_token", "get_account_info_by_local_id",
     "update_account_by_local_id", "expect_id_token_expired", "expect_user_not_exists_for_id_token",
-    "delete_account", "decode_jwt", "next_second", "CONTINUE_URL", "SIGN_IN_SETTINGS", "HTTP_TIMEOUT",
+    "delete_account", "decode_jwt", "next_second", "fake_claims", "sign_in_with_fake_claims", "unique_sub", "CONTINUE_URL", "SIGN_IN_SETTINGS", "HTTP_TIMEOUT",
 ]
 
 # --------------------------------------------------------------------------- configuration
@@ -68,6 +70,7 @@ LEGACY = {
     "signInWithPassword": "verifyPassword",
     "signUp": "signupNewUser",
     "delete": "deleteAccount",
+    "signInWithIdp": "verifyAssertion",
 }
 FAMILIES = ["v1", "v3"]  # what core cases are parametrized over
 
@@ -248,6 +251,27 @@ def expect_user_not_exists_for_id_token(srv, id_token: str, *, family: str = "v1
 def delete_account(srv, body: dict, *, family: str = "v1") -> Optional[str]:
     data = expect_ok(call(srv, "delete", body, family=family))
     return data.get("kind")
+
+
+# --------------------------------------------------------------------------- identity providers
+def unique_sub() -> str:
+    """A provider user id of its own (the emulator's tests reuse `123456789012345678901`)."""
+    return f"{os.getpid()}{time.monotonic_ns()}"
+
+
+def fake_claims(**claims) -> dict:
+    """fakeClaims: the emulator's unsigned ID token claims (`sub` required), with its fixed iss/aud/exp/iat."""
+    return {"iss": "example.com", "aud": "example.com", "exp": 1597974008, "iat": 1597970408, **claims}
+
+
+def sign_in_with_fake_claims(srv, provider_id: str, claims: dict, *, family: str = "v1") -> dict:
+    """signInWithFakeClaims: signInWithIdp with the claims as an unsigned JSON id_token; returns
+    {idToken, localId, refreshToken, email}."""
+    token = json.dumps(fake_claims(**claims))
+    body = expect_ok(call(srv, "signInWithIdp", {
+        "postBody": f"providerId={quote(provider_id, safe='')}&id_token={quote(token, safe='')}",
+        "requestUri": "http://localhost", "returnIdpCredential": True, "returnSecureToken": True}, family=family))
+    return {k: body.get(k) for k in ("idToken", "localId", "refreshToken", "email")}
 
 
 # --------------------------------------------------------------------------- tokens and time

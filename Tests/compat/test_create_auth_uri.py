@@ -1,16 +1,19 @@
 """Ported from firebase-tools src/emulator/auth/createAuthUri.spec.ts ("accounts:createAuthUri").
 
 "Improved email privacy enabled" is Herald's `server.enumerationProtection: true` (the
-`emu_protected` server). Skipped there: "should find user by either IDP email or 'top-level'
-email", "should not list IDP sign-in methods when allowDuplicateEmails" (IdP accounts, emulator
-config endpoint), "should error if auth is disabled" (tenants).
+`emu_protected` server). Skipped there: "should not list IDP sign-in methods when
+allowDuplicateEmails" (Herald keeps one account per address), "should error if auth is disabled"
+(tenants).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from compat_support import FAMILIES, call, expect_error, expect_ok, register_user, unique_email
+from compat_support import (
+    FAMILIES, call, expect_error, expect_ok, register_user, sign_in_with_email_link, sign_in_with_fake_claims,
+    unique_email, unique_sub,
+)
 
 PASSWORD = "notasecret"
 
@@ -91,3 +94,17 @@ def test_should_error_if_continue_uri_is_invalid(emu):
     """createAuthUri.spec.ts: should error if continueUri is invalid"""
     expect_error(call(emu, "createAuthUri", {"identifier": "me@example.com", "continueUri": "invalid"}),
                  "INVALID_CONTINUE_URI")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_should_find_user_by_either_idp_email_or_top_level_email(emu, family):
+    """createAuthUri.spec.ts: should find user by either IDP email or 'top-level' email"""
+    email, email_at_provider = unique_email("bob"), unique_email("alice")
+    user = sign_in_with_fake_claims(emu, "google.com", {"sub": unique_sub(), "email": email_at_provider})
+    sign_in_with_email_link(emu, email, user["idToken"])
+    for identifier in (email, email_at_provider):
+        body = expect_ok(call(emu, "createAuthUri", {"continueUri": "http://example.com/", "identifier": identifier},
+                              family=family))
+        assert body["registered"] is True, body
+        assert sorted(body["allProviders"]) == ["google.com", "password"], body
+        assert sorted(body["signinMethods"]) == ["emailLink", "google.com"], body

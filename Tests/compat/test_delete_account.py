@@ -1,7 +1,7 @@
 """Ported from firebase-tools src/emulator/auth/deleteAccount.spec.ts ("accounts:delete").
 
-Skipped there: "should remove federated accounts for user" (IdP) and the second "should delete
-the user of the idToken", which is about a tenant with auth disabled (tenants).
+Skipped there: the second "should delete the user of the idToken", which is about a tenant with
+auth disabled (tenants).
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from compat_support import (
-    FAMILIES, call, expect_error, expect_ok, expect_user_not_exists_for_id_token, register_user, unique_email,
+    FAMILIES, call, expect_error, expect_ok, expect_user_not_exists_for_id_token, get_signin_methods, register_user,
+    sign_in_with_fake_claims, unique_email, unique_sub,
 )
 
 PASSWORD = "notasecret"
@@ -43,3 +44,14 @@ def test_should_error_if_missing_local_id_when_oauth_credentials_are_present(emu
     """deleteAccount.spec.ts: should error if missing localId when OAuth credentials are present"""
     user = register_user(emu, unique_email("alice"), PASSWORD)
     expect_error(call(emu, "delete", {"idToken": user["idToken"]}, admin=True), "MISSING_LOCAL_ID")
+
+
+def test_should_remove_federated_accounts_for_user(emu):
+    """deleteAccount.spec.ts: should remove federated accounts for user"""
+    email, sub = unique_email("alice"), unique_sub()
+    user = sign_in_with_fake_claims(emu, "google.com", {"sub": sub, "email": email})
+    body = expect_ok(call(emu, "delete", {"idToken": user["idToken"]}))
+    assert "error" not in body, body
+    assert get_signin_methods(emu, email) == []
+    again = sign_in_with_fake_claims(emu, "google.com", {"sub": sub, "email": email})
+    assert again["localId"] != user["localId"]

@@ -7,10 +7,9 @@ clock does not, so such cases continue with the fresh idToken the update returns
 
 Skipped there: "should add password provider to anon user", "should allow adding email without
 password to anon user", "should not set initial email or send OOB when anon user updates email"
-(anonymous users); phone-number and MFA cases; "should delete password/phone/google.com provider
-from user" (`deleteProvider` is not among Herald's update fields);
-"should error if auth is disabled", "should set tenantId in oobLink" (tenants); the
-linkProviderUserInfo cases (IdP).
+(anonymous users); phone-number and MFA cases; "should delete password/phone provider from user"
+(`deleteProvider` is not among Herald's update fields for those);
+"should error if auth is disabled", "should set tenantId in oobLink" (tenants).
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ import pytest
 
 from compat_support import (
     FAMILIES, call, decode_jwt, expect_error, expect_id_token_expired, expect_ok, get_account_info_by_id_token,
-    inspect_oobs, next_second, register_user, sign_in_with_email_link, unique_email, update_account_by_local_id,
+    get_signin_methods, inspect_oobs, next_second, register_user, sign_in_with_email_link, sign_in_with_fake_claims,
+    unique_email, unique_sub, update_account_by_local_id,
 )
 
 PASSWORD = "notasecret"
@@ -286,3 +286,54 @@ def test_should_error_if_custom_attributes_are_invalid(emu):
                             ('{"a":"' + "x" * 998 + '"}', "CLAIMS_TOO_LARGE")]:
         resp = call(emu, "update", {"localId": user["localId"], "customAttributes": claims}, admin=True)
         expect_error(resp, message, exact=True)
+
+
+def test_should_delete_google_com_provider_from_user(emu):
+    """setAccountInfo.spec.ts: should delete google.com provider from user"""
+    email = unique_email("bob")
+    user = sign_in_with_fake_claims(emu, "google.com", {"sub": unique_sub(), "email": email})
+    body = expect_ok(call(emu, "update", {"idToken": user["idToken"], "deleteProvider": ["google.com"]}))
+    assert "google.com" not in [p["providerId"] for p in body.get("providerUserInfo", [])], body
+    methods = get_signin_methods(emu, email)
+    assert "google.com" not in methods and "emailLink" not in methods, methods
+
+
+def expect_provider(listed: list, given: dict) -> None:
+    """The emulator compares the linked provider with `deep.equal`; Herald adds `federatedId`, as production does
+    (README "Deliberate differences")."""
+    [linked] = [p for p in listed if p["providerId"] == given["providerId"]]
+    assert {k: v for k, v in linked.items() if k != "federatedId"} == given, linked
+    assert linked.get("federatedId", given["rawId"]) == given["rawId"], linked
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_should_link_provider_account_with_existing_user_account(emu, family):
+    """setAccountInfo.spec.ts: should link provider account with existing user account"""
+    user = register_user(emu, unique_email("test"), "password")
+    given = {"providerId": "google.com", "rawId": unique_sub(), "email": unique_email("linked"),
+             "displayName": "Linked User", "photoUrl": "https://example.com/photo.jpg"}
+    body = expect_ok(call(emu, "update", {"idToken": user["idToken"], "linkProviderUserInfo": given}, family=family))
+    assert len(body["providerUserInfo"]) == 2, body
+    expect_provider(body["providerUserInfo"], given)
+    info = get_account_info_by_id_token(emu, user["idToken"])
+    assert len(info["providerUserInfo"]) == 2, info
+    expect_provider(info["providerUserInfo"], given)
+
+
+def test_should_error_if_link_provider_user_info_is_missing_required_fields(emu):
+    """setAccountInfo.spec.ts: should error if linkProviderUserInfo is missing required fields"""
+    user = register_user(emu, unique_email("test"), "password")
+    resp = call(emu, "update", {"idToken": user["idToken"],
+                                "linkProviderUserInfo": {"providerId": "google.com", "email": unique_email("linked")}})
+    expect_error(resp, "MISSING_RAW_ID", contains=True)
+    resp = call(emu, "update", {"idToken": user["idToken"],
+                                "linkProviderUserInfo": {"rawId": unique_sub(), "email": unique_email("linked")}})
+    expect_error(resp, "MISSING_PROVIDER_ID", contains=True)
+
+
+def test_should_error_if_user_is_disabled_when_linking_a_provider(emu):
+    """setAccountInfo.spec.ts: should error if user is disabled when linking a provider"""
+    user = register_user(emu, unique_email("test"), "password")
+    update_account_by_local_id(emu, user["localId"], {"disableUser": True})
+    given = {"providerId": "google.com", "rawId": unique_sub(), "email": unique_email("linked")}
+    expect_error(call(emu, "update", {"idToken": user["idToken"], "linkProviderUserInfo": given}), "USER_DISABLED")

@@ -8,7 +8,7 @@ password is not" and "should error if account to be linked is disabled" are not 
 
 Skipped there: "should issue idToken and refreshToken on anon signUp", "should ignore displayName
 and photoUrl for new anon account", "should error if anonymous user is disabled" (anonymous
-users); "should error if another account exists with same email from IDP" (IdP); "should link
+users); "should link
 email and password to phone sign-in user", "should create new account with phone number when
 authenticated", "should error if phone number is invalid" (phone); the multi-factor cases (MFA);
 "should error if auth is disabled", "should error if password sign up is not allowed", "should
@@ -22,7 +22,7 @@ import pytest
 
 from compat_support import (
     FAMILIES, call, decode_jwt, expect_error, expect_ok, get_account_info_by_id_token, get_signin_methods,
-    register_user, unique_email, update_account_by_local_id,
+    register_user, sign_in_with_fake_claims, unique_email, unique_sub, update_account_by_local_id,
 )
 
 PASSWORD = "notasecret"
@@ -161,3 +161,10 @@ def test_should_error_when_creating_new_user_with_duplicate_local_id(emu):
     local_id = register_user(emu, unique_email("carol"), PASSWORD)["localId"]
     expect_error(call(emu, "signUp", {"localId": local_id, "email": unique_email("dave"), "password": PASSWORD},
                       admin=True), "DUPLICATE_LOCAL_ID")
+
+
+def test_should_error_if_another_account_exists_with_same_email_from_idp(emu):
+    """signUp.spec.ts: should error if another account exists with same email from IDP"""
+    email = unique_email("alice")
+    sign_in_with_fake_claims(emu, "google.com", {"sub": unique_sub(), "email": email})
+    expect_error(call(emu, "signUp", {"email": email, "password": PASSWORD}), "EMAIL_EXISTS")

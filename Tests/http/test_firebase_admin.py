@@ -356,3 +356,40 @@ def test_custom_claims_are_set_shown_and_carried_by_id_tokens(server, admin_app)
     auth.set_custom_user_claims(user.uid, None, app=app)
     assert auth.get_user(user.uid, app=app).custom_claims is None
     assert "role" not in auth.verify_id_token(ok(srv.sign_in(email, PASSWORD))["idToken"], app=app)
+
+
+def test_an_administrator_links_a_provider_the_user_then_signs_in_with(server, admin_app):
+    """`accounts:update` with `linkProviderUserInfo`, as the Node Admin SDK's `updateUser(uid, {providerToLink})`
+    sends it (the Python SDK has no such argument), links a provider user as stated; the Python SDK then lists it,
+    and signing in with that identity reaches the account (emulator mode: the emulator's unsigned assertion)."""
+    srv = server(server=SDK_SERVER)
+    app = admin_app(srv)
+    email, linked_email = unique_email("sdk-link"), unique_email("sdk-linked")
+    created = auth.create_user(email=email, password=PASSWORD, app=app)
+    provider = {"providerId": "google.com", "rawId": f"g-{uuid.uuid4().hex}", "email": linked_email,
+                "displayName": "Linked"}
+    ok(srv.admin("accounts:update", {"localId": created.uid, "linkProviderUserInfo": provider}))
+    [google] = [p for p in auth.get_user(created.uid, app=app).provider_data if p.provider_id == "google.com"]
+    assert google.uid == provider["rawId"] and google.email == linked_email and google.display_name == "Linked"
+    claims = '{"sub":"%s","email":"%s"}' % (provider["rawId"], linked_email)
+    signed = ok(srv.post("accounts:signInWithIdp", {"postBody": f"providerId=google.com&id_token={claims}",
+                                                    "requestUri": "http://localhost", "returnSecureToken": True}))
+    assert signed["localId"] == created.uid and "isNewUser" not in signed, signed
+    # The same identity cannot go to another account; a provider user needs both ids.
+    other = auth.create_user(email=unique_email("sdk-other"), password=PASSWORD, app=app)
+    assert_error(srv.admin("accounts:update", {"localId": other.uid, "linkProviderUserInfo": provider}),
+                 "FEDERATED_USER_ID_ALREADY_LINKED")
+    assert_error(srv.admin("accounts:update", {"localId": other.uid, "linkProviderUserInfo": {"rawId": "x"}}),
+                 "MISSING_PROVIDER_ID")
+
+
+def test_only_an_administrator_links_a_provider_outside_emulator_mode(server):
+    """Production takes `linkProviderUserInfo` from administrators only; the emulator (emulator mode) also from the
+    account's own user."""
+    srv = server()
+    user = srv.sign_up(unique_email("self-link"), PASSWORD)
+    provider = {"providerId": "google.com", "rawId": f"g-{uuid.uuid4().hex}"}
+    assert_error(srv.post("accounts:update", {"idToken": user["idToken"], "linkProviderUserInfo": provider}),
+                 "INSUFFICIENT_PERMISSION")
+    [account] = ok(srv.lookup(user["idToken"]))["users"]
+    assert [p["providerId"] for p in account["providerUserInfo"]] == ["password"], account

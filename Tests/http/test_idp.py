@@ -101,10 +101,12 @@ def test_an_existing_email_needs_confirmation_then_links_with_the_id_token(serve
     lines = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [(line["kind"], line["email"], line["rawId"]) for line in lines] == [
         ("idp-need-confirmation", email, "sub-9"), ("idp-link", email, "sub-9"), ("idp-sign-in", email, "sub-9")], lines
-    # The identity is taken now: linking it to another account is refused.
+    # The identity is taken now: linking it to another account is refused — with `returnIdpCredential`, as Firebase
+    # answers, beside the credential and with no tokens.
     other = srv.sign_up(unique_email("idp-other"), PASSWORD)
-    assert_error(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]),
-                 "FEDERATED_USER_ID_ALREADY_LINKED")
+    refused = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("sub-9", email=email), id_token_of=other["idToken"]))
+    assert refused["errorMessage"] == "FEDERATED_USER_ID_ALREADY_LINKED" and refused["oauthIdToken"], refused
+    assert "idToken" not in refused and "localId" not in refused, refused
 
 
 def test_a_trusted_verified_email_takes_over_an_unverified_password_account(server, oidc_issuer):
@@ -115,6 +117,25 @@ def test_a_trusted_verified_email_takes_over_an_unverified_password_account(serv
     assert body["localId"] == squatter["localId"] and body.get("idToken") and "needConfirmation" not in body
     # The password anyone could have set is gone, and its sessions ended.
     assert_error(srv.sign_in(email, PASSWORD), "INVALID_LOGIN_CREDENTIALS")
+
+
+def test_google_sign_ins_answer_as_google_and_other_providers_with_their_claims(server, oidc_issuer):
+    """Outside emulator mode too: Google's federatedId is its account URL and rawUserInfo has Google's userinfo
+    shape (with the token's locale, none when it has none), its names also as firstName/lastName; another OIDC
+    provider's rawUserInfo is the ID token's claims."""
+    srv = server(providers={"google": oidc_issuer.herald_provider(), "oidc": {"acme": oidc_issuer.herald_provider()}})
+    email = unique_email("idp-google")
+    token = oidc_issuer.id_token("g-raw", email=email, name="Ada Lovelace",
+                                 extra={"given_name": "Ada", "family_name": "Lovelace", "locale": "pl"})
+    body = ok(idp(srv, "google.com", id_token=token))
+    assert body["federatedId"] == "https://accounts.google.com/g-raw", body
+    assert body["firstName"] == "Ada" and body["lastName"] == "Lovelace", body
+    raw = json.loads(body["rawUserInfo"])
+    assert raw["id"] == "g-raw" and raw["email"] == email and raw["verified_email"] is True and raw["locale"] == "pl", raw
+    assert raw["given_name"] == "Ada" and "https://www.googleapis.com/auth/userinfo.email" in raw["granted_scopes"], raw
+    other = ok(idp(srv, "oidc.acme", id_token=oidc_issuer.id_token("a-raw", email=unique_email("idp-acme"))))
+    assert other["federatedId"] == "a-raw" and "firstName" not in other, other
+    assert json.loads(other["rawUserInfo"])["sub"] == "a-raw", other
 
 
 def test_twitter_credentials_are_checked_with_verify_credentials(server, oauth1_provider):

@@ -196,7 +196,8 @@ extension AccountsService {
         guard !server.enumerationProtection, ownsAccounts else {
             return AuthURIResult(sessionId: sessionId, registered: nil, allProviders: nil, signinMethods: nil)
         }
-        let account = try store.account(email: address.value)
+        // Firebase finds the address as an account's own, else as the email of a provider linked to one.
+        let account = try store.account(email: address.value) ?? store.account(providerEmail: address.value)
         var methods: [String] = []
         if account?.passwordHash != nil { methods.append("password") }
         if account?.emailLinkSignin == true { methods.append("emailLink") }

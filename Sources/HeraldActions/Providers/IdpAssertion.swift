@@ -29,16 +29,19 @@ public struct IdpAssertion: Sendable, Hashable {
         self.sealed = sealed
     }
 
-    /// - Throws: `MISSING_REQUEST_URI`-style `INVALID_IDP_RESPONSE` when neither part names a provider,
-    ///   `INVALID_CREDENTIAL_OR_PROVIDER_ID` when no token comes with it.
+    /// - Throws: `INVALID_REQUEST_URI` when `requestUri` is not absolute, `INVALID_CREDENTIAL_OR_PROVIDER_ID` when
+    ///   neither part names a provider or no token comes with it.
     public init(postBody: String?, requestUri: String?) throws {
+        if let requestUri, !Self.isAbsolute(requestUri) {
+            throw HeraldError(.invalidRequestURI, "requestUri must be an absolute URI")
+        }
         var fields: [String: String] = [:]
         let (query, fragment) = Self.split(requestUri ?? "")
         for part in [query, postBody ?? "", fragment] {
             for (name, value) in Self.formFields(part) { fields[name] = value }
         }
         guard let providerId = fields["providerId"], !providerId.isEmpty else {
-            throw HeraldError(.invalidIDPResponse, "the assertion names no providerId")
+            throw HeraldError(.invalidCredentialOrProviderID, "Invalid IdP response/credential: the assertion names no providerId")
         }
         let idToken = fields["id_token"].flatMap { $0.isEmpty ? nil : $0 }
         let accessToken = fields["access_token"].flatMap { $0.isEmpty ? nil : $0 }
@@ -53,6 +56,12 @@ public struct IdpAssertion: Sendable, Hashable {
 
     /// The `requestUri` parameter carrying a sealed handler assertion.
     static let sealedField = "heraldAssertion"
+
+    /// Whether `uri` starts with a scheme (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`, then `:`).
+    static func isAbsolute(_ uri: String) -> Bool {
+        guard let colon = uri.firstIndex(of: ":"), let first = uri.first, first.isASCII, first.isLetter else { return false }
+        return uri[..<colon].allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+    }
 
     /// The query and the fragment of a URI (either may be empty).
     static func split(_ uri: String) -> (query: String, fragment: String) {
@@ -81,7 +90,7 @@ extension IdpAssertion {
     /// `email` lower-cased, `email_verified` as JavaScript truthiness, `name`, `picture`, `screen_name`.
     ///
     /// - Throws: `INVALID_IDP_RESPONSE` with the emulator's detail when the claims cannot be read or lack `sub`.
-    public func emulatorIdentity() throws -> (identity: FederatedIdentity, rawUserInfo: String) {
+    public func emulatorIdentity() throws -> (identity: FederatedIdentity, profile: IdpProfile) {
         guard let text = idToken ?? accessToken, let data = Self.claimsJSON(text),
             let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else {
@@ -97,7 +106,7 @@ extension IdpAssertion {
             providerId: providerId.lowercased(), rawId: rawId, email: (claims["email"] as? String)?.lowercased(),
             emailVerified: Self.truthy(claims["email_verified"]), displayName: claims["name"] as? String,
             photoURL: claims["picture"] as? String, screenName: claims["screen_name"] as? String)
-        return (identity, String(decoding: data, as: UTF8.self))
+        return (identity, IdpProfile(claims: claims, json: data, of: identity, locale: "en"))
     }
 
     /// The JSON of the claims: the text itself, or a JWT's payload.

@@ -12,26 +12,34 @@ public struct IdpSignInRequest: Sendable {
     public var sessionId: String?
     /// Who asked, as the ledger's `account_events` record it.
     public var visitor: Visitor
+    /// Firebase's `returnIdpCredential`: a link refused because the identity or its email is taken is answered beside
+    /// the provider's credential (`errorMessage`) instead of as an error, so the app can sign in with it instead.
+    public var returnIdpCredential: Bool
 
     public init(
-        postBody: String?, requestUri: String?, idToken: String? = nil, sessionId: String? = nil, visitor: Visitor = Visitor(ip: nil, userAgent: nil)
+        postBody: String?, requestUri: String?, idToken: String? = nil, sessionId: String? = nil, visitor: Visitor = Visitor(ip: nil, userAgent: nil),
+        returnIdpCredential: Bool = false
     ) {
         self.postBody = postBody
         self.requestUri = requestUri
         self.idToken = idToken
         self.sessionId = sessionId
         self.visitor = visitor
+        self.returnIdpCredential = returnIdpCredential
     }
 }
 
 /// What a provider sign-in did, with what the answer echoes.
 public struct IdpSignInResult: Sendable {
-    public let outcome: IdpOutcome
+    /// Nil when the link was refused (`refusal`).
+    public let outcome: IdpOutcome?
+    /// With `returnIdpCredential`: why a link was refused (`FEDERATED_USER_ID_ALREADY_LINKED`, `EMAIL_EXISTS`).
+    public let refusal: HeraldError?
     public let identity: FederatedIdentity
-    /// The provider's own answer (the ID token's claims, Twitter's user), as JSON text.
-    public let rawUserInfo: String
+    /// The provider's own answer (the ID token's claims, Google's userinfo, Twitter's user).
+    public let profile: IdpProfile
     public let assertion: IdpAssertion
-    /// Nil for `needConfirmation`: no session until the user proves the account the old way.
+    /// Nil for `needConfirmation` and refusals: no session until the user proves the account the old way.
     public let session: Session?
 }
 
@@ -52,11 +60,11 @@ extension ProvidersService {
             let refusal = LimitRefusal(counter: "signin-ip", key: IPNetwork.ledgerKey(ip), error: AccountsService.lockedOut)
             throw try await offload { self.refusals.refused(refusal, now: now) }
         }
-        let (identity, rawUserInfo, trusted): (FederatedIdentity, String, Bool)
+        let (identity, profile, trusted): (FederatedIdentity, IdpProfile, Bool)
         let assertion: IdpAssertion
         do {
             assertion = try openHandlerAssertion(received, sessionId: request.sessionId, now: now)
-            (identity, rawUserInfo, trusted) = try await verify(assertion)
+            (identity, profile, trusted) = try await verify(assertion)
         } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce, .unavailable].contains(error.code) {
             // A provider whose keys cannot be fetched counts too: each such sign-in may have cost a fetch.
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }
@@ -72,22 +80,33 @@ extension ProvidersService {
         if enumerationProtection && !trusted && !identity.emailVerified { vouched.email = nil }
         let claimed = vouched
         let store = store
-        let outcome = try await offload {
-            try store.signIn(with: claimed, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
+        let outcome: IdpOutcome
+        do {
+            outcome = try await offload {
+                try store.signIn(with: claimed, linking: linkingUID, trusted: trusted, visitor: request.visitor, now: now)
+            }
+        } catch let error as HeraldError
+            where request.returnIdpCredential && [.federatedUserIDAlreadyLinked, .emailExists].contains(error.code)
+        {
+            return IdpSignInResult(
+                outcome: nil, refusal: error, identity: identity, profile: profile, assertion: assertion, session: nil)
         }
         guard !outcome.needsConfirmation else {
-            return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: nil)
+            return IdpSignInResult(
+                outcome: outcome, refusal: nil, identity: identity, profile: profile, assertion: assertion, session: nil)
         }
         let session = try await sessions.session(for: outcome.account, provider: identity.providerId, now: now)
-        return IdpSignInResult(outcome: outcome, identity: identity, rawUserInfo: rawUserInfo, assertion: assertion, session: session)
+        return IdpSignInResult(
+            outcome: outcome, refusal: nil, identity: identity, profile: profile, assertion: assertion, session: session)
     }
 
-    /// The identity an assertion proves, its raw user info, and whether its verified email proves the address.
-    private func verify(_ assertion: IdpAssertion) async throws -> (FederatedIdentity, String, Bool) {
+    /// The identity an assertion proves, what the provider says of its user, and whether its verified email proves
+    /// the address.
+    private func verify(_ assertion: IdpAssertion) async throws -> (FederatedIdentity, IdpProfile, Bool) {
         if emulatorMode {
             // As the emulator: any provider, unsigned claims, and a verified email is taken at its word.
-            let (identity, raw) = try assertion.emulatorIdentity()
-            return (identity, raw, true)
+            let (identity, profile) = try assertion.emulatorIdentity()
+            return (identity, profile, true)
         }
         if let provider = providers.oidc(assertion.providerId) {
             guard let token = assertion.idToken else {
@@ -101,15 +120,16 @@ extension ProvidersService {
                 // Perhaps the provider rotated its keys: fetch them again (at most once a minute) and retry once.
                 identity = try await verifier.verify(token, keys: try await jwks.keys(for: provider, refresh: true), nonce: assertion.nonce)
             }
-            let claims = IdpAssertion.claimsJSON(token).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-            return (identity, claims, provider.trusted)
+            let json = IdpAssertion.claimsJSON(token) ?? Data("{}".utf8)
+            let claims = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] ?? [:]
+            return (identity, IdpProfile(claims: claims, json: json, of: identity), provider.trusted)
         }
         if assertion.providerId == "twitter.com", let twitter = providers.twitter {
             guard let token = assertion.accessToken, let secret = assertion.oauthTokenSecret else {
                 throw HeraldError(.invalidCredentialOrProviderID, "twitter.com sign-in needs access_token and oauth_token_secret")
             }
             let (identity, raw) = try await offload { try TwitterVerifier(settings: twitter).verify(token: token, secret: secret) }
-            return (identity, raw, twitter.trusted)
+            return (identity, IdpProfile(rawUserInfo: raw), twitter.trusted)
         }
         throw HeraldError(.operationNotAllowed, "the identity provider \(assertion.providerId) is not enabled (providers: in the config)")
     }

@@ -4,16 +4,21 @@ import Foundation
 /// function of what the ledger holds, so every store applies the same rule inside its own transaction.
 ///
 /// - The identity is already linked: sign that account in.
-/// - A signed-in account asks to link (`idToken`): link, unless the identity or the provider is taken.
+/// - A signed-in account asks to link (`idToken`): link, unless the identity or the provider is taken, or
+///   another account has the identity's email (`EMAIL_EXISTS`).
 /// - No account has the identity's email: a new account with this provider.
 /// - An account has the email: when the provider is trusted and vouches for the email, sign in to that
-///   account and link the provider — taking it over (password dropped, sessions ended, email verified) if
-///   its own email was unverified, as Firebase does for Google; otherwise `needConfirmation` (the SDKs'
-///   `account-exists-with-different-credential`): the user must sign in the old way and link.
+///   account and link the provider, whose profile (name, photo) replaces the account's — taking it over
+///   (password dropped, sessions ended, email verified) if its own email was unverified, as Firebase does for
+///   Google; otherwise `needConfirmation` (the SDKs' `account-exists-with-different-credential`): the user must
+///   sign in the old way and link.
 public enum IdpDecision: Sendable, Equatable {
     case signIn(uid: String)
     case create
+    /// A signed-in account links the identity.
     case link(uid: String)
+    /// A trusted provider vouches for the verified address of an account: link, with the provider's profile.
+    case adopt(uid: String)
     case takeOver(uid: String)
     case needConfirmation(uid: String)
 
@@ -27,11 +32,12 @@ public enum IdpDecision: Sendable, Equatable {
         _ identity: FederatedIdentity, holder: Account?, linking: Account?, byEmail: Account?, trusted: Bool
     ) throws -> IdpDecision {
         if let linking {
+            guard !linking.disabled else { throw HeraldError(.userDisabled, "") }
+            // Firebase refuses an identity already linked, even to this very account.
             if holder != nil || linking.providers.contains(identity.providerId) {
                 throw HeraldError(.federatedUserIDAlreadyLinked, "")
             }
-            if linking.email == nil, let byEmail, byEmail.uid != linking.uid { throw HeraldError(.emailExists, "") }
-            guard !linking.disabled else { throw HeraldError(.userDisabled, "") }
+            if let byEmail, byEmail.uid != linking.uid { throw HeraldError(.emailExists, "") }
             return .link(uid: linking.uid)
         }
         if let holder {
@@ -41,7 +47,7 @@ public enum IdpDecision: Sendable, Equatable {
         guard let byEmail else { return .create }
         guard trusted, identity.emailVerified else { return .needConfirmation(uid: byEmail.uid) }
         guard !byEmail.disabled else { throw HeraldError(.userDisabled, "") }
-        return byEmail.emailVerified ? .link(uid: byEmail.uid) : .takeOver(uid: byEmail.uid)
+        return byEmail.emailVerified ? .adopt(uid: byEmail.uid) : .takeOver(uid: byEmail.uid)
     }
 }
 
@@ -66,16 +72,24 @@ extension Account {
         if photoURL == nil { photoURL = identity.photoURL }
     }
 
+    /// A trusted provider vouches for this account's verified address: the provider is linked, the address
+    /// stays verified, and the profile becomes the provider's (a name or photo it does not give is cleared).
+    public mutating func adopt(_ identity: FederatedIdentity, now: Date) {
+        link(identity, now: now)
+        emailVerified = true
+        displayName = identity.displayName
+        photoURL = identity.photoURL
+    }
+
     /// A trusted provider vouches for an address this account never proved: the provider takes the account
-    /// over. The password and every other provider (which anyone could have set or linked) are dropped and every
-    /// session ends.
+    /// over. The password and every other provider (which anyone could have set or linked) are dropped, every
+    /// session ends, and the profile becomes the provider's.
     public mutating func takeOver(by identity: FederatedIdentity, now: Date) {
         passwordHash = nil
         providers.removeAll { $0 == "password" }
         dropUnprovenProviders(keeping: identity.providerId)
-        emailVerified = true
         endSessions(at: now)
-        link(identity, now: now)
+        adopt(identity, now: now)
     }
 }
 
@@ -97,7 +111,7 @@ public struct IdpOutcome: Sendable, Equatable {
         switch decision {
         case .create: "idp-sign-up"
         case .signIn: "idp-sign-in"
-        case .link: "idp-link"
+        case .link, .adopt: "idp-link"
         case .takeOver: "idp-take-over"
         case .needConfirmation: "idp-need-confirmation"
         }

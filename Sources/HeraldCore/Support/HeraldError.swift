@@ -58,6 +58,9 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
             case quotaExceeded = "QUOTA_EXCEEDED"
             case invalidIDPResponse = "INVALID_IDP_RESPONSE"
             case missingRequestURI = "MISSING_REQUEST_URI"
+            case invalidRequestURI = "INVALID_REQUEST_URI"
+            case missingProviderID = "MISSING_PROVIDER_ID"
+            case missingRawID = "MISSING_RAW_ID"
             case invalidCredentialOrProviderID = "INVALID_CREDENTIAL_OR_PROVIDER_ID"
             case missingOrInvalidNonce = "MISSING_OR_INVALID_NONCE"
             case federatedUserIDAlreadyLinked = "FEDERATED_USER_ID_ALREADY_LINKED"
@@ -111,6 +114,11 @@ public struct HeraldError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let webContextCancelled = Code(.webContextCancelled)
         public static let recipientSuppressed = Code(.recipientSuppressed)
         public static let missingRequestURI = Code(.missingRequestURI)
+        /// `signInWithIdp`'s `requestUri` is not an absolute URI.
+        public static let invalidRequestURI = Code(.invalidRequestURI)
+        /// A provider to link (`linkProviderUserInfo`) names no `providerId`, or no `rawId`.
+        public static let missingProviderID = Code(.missingProviderID)
+        public static let missingRawID = Code(.missingRawID)
         public static let invalidCredentialOrProviderID = Code(.invalidCredentialOrProviderID)
         public static let missingOrInvalidNonce = Code(.missingOrInvalidNonce)
         public static let federatedUserIDAlreadyLinked = Code(.federatedUserIDAlreadyLinked)

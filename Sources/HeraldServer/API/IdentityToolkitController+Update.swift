@@ -17,6 +17,10 @@ extension IdentityToolkitController {
             if body.disableUser != nil {  // an owner cannot (un)disable themselves; `emailVerified` is ignored, as Firebase does
                 throw HeraldError(.operationNotAllowed, "")
             }
+            if let link = body.linkProviderUserInfo {
+                let uid = try await sessions.account(forIDToken: idToken).uid
+                _ = try await providers.linkProvider(link.value, to: uid, byAdministrator: false, visitor: context.visitor(of: request))
+            }
             let locale = request.headers[.init("X-Firebase-Locale")!].flatMap { try? LocaleTag($0) }
             var edit = body.profileEdit
             edit.locale = locale?.value
@@ -33,6 +37,9 @@ extension IdentityToolkitController {
         }
         guard context.caller == .admin else { throw HeraldError(.invalidRequestType, "Unsupported request parameters.") }
         guard let uid = body.localId, !uid.isEmpty else { throw HeraldError(.missingLocalID, "") }
+        if let link = body.linkProviderUserInfo {
+            _ = try await providers.linkProvider(link.value, to: uid, byAdministrator: true, visitor: context.visitor(of: request))
+        }
         let edit = body.edit
         let (account, identities) = try await offload {
             let account = try accounts.editAccount(uid: uid, edit)
@@ -63,15 +70,17 @@ struct UpdateBody: StrictDecodable {
     let deleteProvider: [String]?
     /// Custom claims (admin): a JSON object as text, carried by the account's ID tokens.
     let customAttributes: String?
+    /// A provider user to link (the Node Admin SDK's `providerToLink`).
+    let linkProviderUserInfo: ProviderUserInfoBody?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case oobCode, idToken, localId, email, password, displayName, photoUrl, emailVerified, disableUser, deleteAttribute
-        case validSince, returnSecureToken, deleteProvider, customAttributes
+        case validSince, returnSecureToken, deleteProvider, customAttributes, linkProviderUserInfo
     }
 
     static let ignoredFields: Set<String> = [
         "phoneNumber", "tenantId", "targetProjectId", "captchaChallenge", "captchaResponse",
-        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "linkProviderUserInfo", "providers",
+        "instanceId", "delegatedProjectNumber", "lastLoginAt", "createdAt", "mfa", "providers",
         "upgradeToFederatedLogin",
     ]
 
@@ -103,6 +112,21 @@ struct UpdateBody: StrictDecodable {
         edit.returnSecureToken = returnSecureToken ?? false
         edit.endSessions = validSince != nil
         return edit
+    }
+}
+
+/// Firebase's `ProviderUserInfo` as `linkProviderUserInfo` carries it.
+struct ProviderUserInfoBody: Decodable, Sendable {
+    let providerId: String?
+    let rawId: String?
+    let email: String?
+    let displayName: String?
+    let photoUrl: String?
+    let screenName: String?
+
+    var value: ProviderLink {
+        ProviderLink(
+            providerId: providerId, rawId: rawId, email: email, displayName: displayName, photoURL: photoUrl, screenName: screenName)
     }
 }
 

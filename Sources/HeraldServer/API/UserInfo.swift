@@ -22,6 +22,8 @@ struct UserInfo: Encodable, Sendable {
     let emailVerified: Bool
     let displayName: String?
     let photoUrl: String?
+    /// The handle of the first linked provider that has one (Twitter's), as Firebase copies it at sign-up.
+    let screenName: String?
     let disabled: Bool
     let emailLinkSignin: Bool
     /// Unix seconds.
@@ -44,6 +46,7 @@ struct UserInfo: Encodable, Sendable {
         emailVerified = account.emailVerified
         displayName = account.displayName
         photoUrl = account.photoURL
+        screenName = account.providers.lazy.compactMap { id in identities.first { $0.providerId == id }?.screenName }.first
         disabled = account.disabled
         emailLinkSignin = account.emailLinkSignin
         validSince = String(account.validSince / 1000)

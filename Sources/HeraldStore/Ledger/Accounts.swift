@@ -14,6 +14,15 @@ extension LedgerEngine {
         try read { db in try db.fetchOne("SELECT * FROM accounts WHERE phone_number = ?", [phoneNumber]).map(Records.account) }
     }
 
+    public func account(providerEmail email: String) throws -> Account? {
+        try read { db in
+            let uid = try db.value(
+                "SELECT uid FROM federated_identities WHERE lower(email) = lower(?) ORDER BY linked_at LIMIT 1", [email],
+                as: String.self)
+            return try uid.flatMap { try Self.account(db, uid: $0) }
+        }
+    }
+
     public func standings(emails: [String]) throws -> [String: AccountStanding] {
         guard !emails.isEmpty else { return [:] }
         return try read { db in

@@ -28,16 +28,17 @@ extension LedgerEngine {
                 account = Account.created(from: identity, now: now)
                 try Self.insert(db, account)
                 try Self.insertIdentity(db, identity, uid: account.uid, now: now)
-            case .link(let uid), .takeOver(let uid):
+            case .link(let uid), .adopt(let uid), .takeOver(let uid):
                 account = try found(uid)
-                if case .takeOver = decision {
+                switch decision {
+                case .takeOver:
                     account.takeOver(by: identity, now: now)
                     // Another user of the same provider linked while the address was unproven goes too.
                     try db.execute(
                         "DELETE FROM federated_identities WHERE uid = ? AND provider_id = ? AND raw_id <> ?",
                         [uid, identity.providerId, identity.rawId])
-                } else {
-                    account.link(identity, now: now)
+                case .adopt: account.adopt(identity, now: now)
+                default: account.link(identity, now: now)
                 }
                 try Self.update(db, account, now: now)
                 try Self.insertIdentity(db, identity, uid: account.uid, now: now)

@@ -916,6 +916,15 @@ extension LedgerMigration {
                 "v21: a worker's relay problem",
                 "ALTER TABLE workers ADD COLUMN relay_problem TEXT",
                 "ALTER TABLE workers ADD COLUMN relay_since BIGINT")),
+        // An address is also found through the providers linked to its account (`createAuthUri`'s sign-in methods),
+        // by the provider's own email, compared case-insensitively.
+        LedgerMigration(
+            sqlite: Step(
+                "v22: linked providers by their email",
+                "CREATE INDEX federated_identities_email ON federated_identities(lower(email))"),
+            postgres: Step(
+                "v22: linked providers by their email",
+                "CREATE INDEX federated_identities_email ON federated_identities(lower(email))")),
         // What an import from Firebase brings that Herald had no place for: custom claims and a phone number.
         LedgerMigration(
             "v23: imported custom claims and phone numbers",

@@ -47,6 +47,9 @@ public protocol AccountStore: Sendable {
     /// The account with this phone number (an import's; E.164).
     func account(phoneNumber: String) throws -> Account?
 
+    /// The account an identity provider linked with this email (case-insensitive) belongs to; the first linked.
+    func account(providerEmail email: String) throws -> Account?
+
     /// The standing of every listed address that has an account, keyed by lower-cased address; one query.
     func standings(emails: [String]) throws -> [String: AccountStanding]
 
