@@ -679,11 +679,76 @@ def command_helps(binary):
     return found
 
 
+CLI_CONVENTIONS = """## Conventions
+
+### Output formats
+
+Every listing — `messages`, `campaigns list`, `accounts list`, `suppressions list`, `throttles`, `keys list`,
+`webhooks list`, `audit` — takes `--format table|json|jsonl|csv`, and `--json` as another way to say
+`--format json`. The default is a table.
+
+* `table`: aligned columns for people. Rows stream as they are read; the column widths come from the first 1,000
+  rows, and a longer cell further down widens its own line only.
+* `json`: one array, written element by element (compact objects, one a line), so it streams too.
+* `jsonl`: one JSON object per line: the array's elements.
+* `csv`: a header row, then one row per object; a cell starting with `=`, `+`, `-`, `@`, a tab or a CR gets a
+  leading `'` so no spreadsheet runs it as a formula.
+
+`herald messages` reads the ledger in pages of 1,000 rows and writes each page out before reading the next, so its
+memory stays flat however many rows match; `--limit N` stops after the oldest N that match, and `--state`,
+`--email`, `--action`, `--campaign`, `--since` and `--until` narrow it. `campaigns report` is a report, not a
+listing: it keeps `--format text|json|html`.
+
+### Times
+
+`--since` and `--until` (`messages`, `messages retry|cancel`, `audit`, `webhooks replay`) take an ISO 8601 time
+(`2026-11-22T10:00:00Z`), `now`, or how long ago: `90s`, `10m`, `1h`, `2d`. A time in the future (`+10m`, a date
+to come) is refused with one line. `campaigns create --start-at` is the one option that looks ahead: it takes an
+ISO time, `now` or `+10m`.
+
+### Exit status
+
+| Status | Meaning |
+|---|---|
+| 0 | Done. |
+| 1 | Failed; or some rows of an import were rejected while the others went in (each is listed on standard error). |
+| 3 | Not found: the campaign, address, account or webhook endpoint named does not exist. |
+| 4 | Refused by a limit: a rate limit, a quota, a suppressed recipient. |
+| 5 | The ledger is unavailable (locked by another process, read-only, a full disk): try again. |
+| 64 | Bad input: an unknown option or a bad value, whether the parser or Herald finds it (`EX_USAGE`). |
+| 75 | `bounces ingest` only: the message was not recorded; the MTA keeps it and tries again (`EX_TEMPFAIL`). |
+
+Every failure prints one `error: …` line on standard error.
+
+### Shell completion
+
+```sh
+herald --generate-completion-script bash > /etc/bash_completion.d/herald
+herald --generate-completion-script zsh > "${fpath[1]}/_herald"
+herald --generate-completion-script fish > ~/.config/fish/completions/herald.fish
+```
+
+### Changes
+
+* `herald campaigns` is the command's name now; `herald campaign` still works.
+* `suppressions list --json` prints one JSON array, as every listing does; `--format jsonl` is the old JSON lines.
+* `--json` arrays are written compactly, one object a line, instead of pretty-printed: the same JSON.
+* `audit --since 1h` works; `--since +10m` (the future) is refused everywhere it was accepted.
+* `keys list` and `throttles` print a header row and take `--format`; `accounts list` and `campaigns list` print
+  aligned tables with a header.
+* `suppressions remove` of an address not on the list prints one error line and exits 3 (it printed
+  `removed 0 address(es)` as well); when others were removed the line says how many.
+* Bad input exits 64 and not-found 3 instead of 1 (see the table above).
+* `herald worker` shows its progress (sent, deferred, failed, msg/s, pending, ETA): a line on a terminal, a
+  `progress:` log line every 10 seconds otherwise.
+"""
+
+
 def cli_page(binary):
     """docs/reference/cli.md."""
     lines = [GENERATED.format(source="`herald <command> --help`"), "# Command line\n",
-             "Every command takes `--config PATH` (default `config/herald.yaml`). What follows is each command's own "
-             "`--help`.\n"]
+             "Every command takes `--config PATH` (default `config/herald.yaml`). The conventions every command "
+             "follows come first; then each command's own `--help`.\n", CLI_CONVENTIONS]
     for command, text in command_helps(binary):
         lines.append(f"## {' '.join(['herald'] + command)}\n")
         lines.append("```text\n" + text + "```\n")
@@ -803,7 +868,8 @@ def error_codes_page():
     lines = [GENERATED.format(source="Sources/HeraldCore/Support/HeraldError.swift and "
                               "Sources/HeraldServer/Errors/FirebaseError.swift"),
              "# Error codes\n",
-             "Herald's errors carry Firebase's codes. The CLI prints `error: CODE : detail` and exits 1; the HTTP API "
+             "Herald's errors carry Firebase's codes. The CLI prints `error: CODE : detail` and exits with the status of "
+             "the error's kind ([exit status](cli.md#exit-status)); the HTTP API "
              "answers Firebase's envelope, `{\"error\":{\"code\":400,\"message\":\"CODE : detail\",\"errors\":[…]}}`, "
              "with HTTP 400 for every code below except `UNAVAILABLE` (503, `Retry-After: 1`). Under enumeration "
              "protection an app caller never sees the codes that would tell whether an address has an account.\n",

@@ -126,14 +126,8 @@ enum LoggingBootstrap {
     }
 }
 
-/// Pretty, key-sorted JSON with slashes as written, for `--json` output.
-func prettyJSON(_ value: some Encodable) throws -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: try encoder.encode(value), as: UTF8.self)
-}
-
-/// Runs a command body, turning any failure into one `error: …` line on stderr and exit code 1.
+/// Runs a command body, turning any failure into one `error: …` line on stderr and the exit status its kind
+/// has (`ExitStatus`).
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
@@ -142,6 +136,6 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     } catch {
         let line = "\(error)".split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("error: \(line)\n".utf8))
-        throw ExitCode.failure
+        throw ExitStatus.of(error)
     }
 }

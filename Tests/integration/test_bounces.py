@@ -146,7 +146,7 @@ def test_bounces_and_complaints_reach_their_rows_and_suppress_the_address(herald
     # The next send to a hard-bounced address is refused with the reason.
     refused = herald("send", "verify-email", "hard@example.net", "--continue-url", "https://app.example.com/done",
                      config=config, check=False)
-    assert refused.returncode == 1 and "RECIPIENT_SUPPRESSED" in refused.stderr, refused.stderr
+    assert refused.returncode == 4 and "RECIPIENT_SUPPRESSED" in refused.stderr, refused.stderr
 
 
 def test_forged_addresses_auto_replies_and_strangers_change_nothing(herald, tmp_path, capture):

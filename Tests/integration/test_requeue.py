@@ -31,7 +31,7 @@ def test_failed_mail_is_retried_with_a_new_code_once_the_relay_is_fixed(herald, 
     assert len(old) == 1 and old[0]["superseded_at"] is None
 
     unnarrowed = herald("messages", "retry", "--dry-run", config=config, check=False)
-    assert unnarrowed.returncode == 1 and "name a campaign, an email or a time" in unnarrowed.stderr, unnarrowed.stderr
+    assert unnarrowed.returncode == 64 and "name a campaign, an email or a time" in unnarrowed.stderr, unnarrowed.stderr
     dry = herald("messages", "retry", "--all", "--dry-run", config=config)
     assert f"would have retried 2 message(s): {ids['bad1@example.com']}, {ids['bad2@example.com']}" in dry.stdout, dry.stdout
     assert states(tmp_path)["bad1@example.com"] == "failed", "a dry run changes nothing"
@@ -60,11 +60,11 @@ def test_failed_mail_is_retried_with_a_new_code_once_the_relay_is_fixed(herald, 
 def test_retry_and_cancel_refuse_states_they_cannot_take_and_cancel_spares_other_rows(herald, capture, tmp_path):
     config = write_config(tmp_path, capture)
     bad = herald("messages", "retry", "--state", "sent", config=config, check=False)
-    assert bad.returncode == 1 and "cannot retry rows in state 'sent'" in bad.stderr, bad.stderr
+    assert bad.returncode == 64 and "cannot retry rows in state 'sent'" in bad.stderr, bad.stderr
     bad = herald("messages", "cancel", "--state", "failed", config=config, check=False)
-    assert bad.returncode == 1 and "cannot cancel rows in state 'failed'" in bad.stderr, bad.stderr
+    assert bad.returncode == 64 and "cannot cancel rows in state 'failed'" in bad.stderr, bad.stderr
     unknown = herald("messages", "retry", "--state", "lost", config=config, check=False)
-    assert unknown.returncode == 1 and "unknown state 'lost'" in unknown.stderr
+    assert unknown.returncode == 64 and "unknown state 'lost'" in unknown.stderr
 
     (tmp_path / "news.csv").write_text("email\na@example.com\nb@example.com\n", encoding="utf-8")
     herald("campaign", "create", "news", "--action", "verify-email", "--recipients", str(tmp_path / "news.csv"), config=config)

@@ -125,7 +125,7 @@ def test_webhooks_test_list_and_replay(herald, capture, tmp_path):
         [test] = receiver.of_type("test")
         assert test["endpoint"] == "app" and not receiver.bad_signatures
         unknown = herald("webhooks", "test", "nope", config=config, check=False)
-        assert unknown.returncode == 1 and "no webhook endpoint 'nope'" in unknown.stderr
+        assert unknown.returncode == 64 and "no webhook endpoint 'nope'" in unknown.stderr
 
         herald.send("verify-email", "ada@example.com", config=config)
         herald.worker_until_empty(config)

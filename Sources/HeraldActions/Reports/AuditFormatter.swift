@@ -17,7 +17,7 @@ public enum AuditFormatter {
 
     /// A cell a spreadsheet will not run: text starting with `=`, `+`, `-`, `@`, a tab or a CR (a formula to
     /// Excel and Sheets) gets a leading `'`. User agents, SMTP replies and bounce diagnostics come from outsiders.
-    static func inert(_ text: String) -> String {
+    public static func inert(_ text: String) -> String {
         guard let first = text.utf8.first, [61, 43, 45, 64, 9, 13].contains(first) else { return text }
         return "'" + text
     }

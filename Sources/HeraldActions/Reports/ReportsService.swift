@@ -16,9 +16,9 @@ public final class ReportsService: Sendable {
 }
 
 extension ReportsService {
-    /// Outbox rows in id order, optionally filtered by state and address.
-    public func messages(state: OutboxState? = nil, email: EmailAddress? = nil) throws -> [OutboxMessage] {
-        try store.messages(state: state, email: email, limit: nil)
+    /// Streams the rows matching `search`, oldest first, at most `limit` (`herald messages`), in bounded memory.
+    public func messages(_ search: MessageSearch, limit: Int? = nil, each: (OutboxMessage) throws -> Void) throws {
+        try store.messages(search, limit: limit, each: each)
     }
 
     /// A campaign's report. - Throws: `NOT_FOUND`.

@@ -158,60 +158,32 @@ struct ExportAccounts: AsyncParsableCommand {
     }
 }
 
-/// Progress of a long import or export: a line rewritten in place on a terminal (rows, rate, ETA), a line every
-/// 10 seconds otherwise.
-final class ImportProgress {
-    let noun: String
-    let started = Date()
-    let terminal = isatty(STDERR_FILENO) == 1
-    private var lastLine = Date.distantPast
-    private var drew = false
-
-    init(noun: String) { self.noun = noun }
-
-    var elapsed: Double { Date().timeIntervalSince(started) }
-
-    func update(_ done: Int, of total: Int?) {
-        let now = Date()
-        guard now.timeIntervalSince(lastLine) >= (terminal ? 0.2 : 10) else { return }
-        lastLine = now
-        let rate = Double(done) / max(0.001, elapsed)
-        var line = "\(done)" + (total.map { "/\($0)" } ?? "") + " \(noun), " + String(format: "%.0f/s", rate)
-        if let total, rate > 0 { line += ", ETA " + String(format: "%.0fs", Double(total - done) / rate) }
-        if terminal {
-            FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
-            drew = true
-        } else {
-            FileHandle.standardError.write(Data("\(line)\n".utf8))
-        }
-    }
-
-    func finish() {
-        if drew { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
-    }
-}
-
 /// `herald accounts list`.
 struct ListAccounts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List accounts.")
 
     @OptionGroup var global: GlobalOptions
-    @Flag(help: "Print a JSON array.") var json = false
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("UID", key: "uid"), .init("EMAIL", key: "email"), .init("VERIFIED", key: "emailVerified"),
+        .init("PASSWORD", key: "hasPassword"), .init("DISABLED", key: "disabled"), .init("NAME", key: "displayName"),
+    ]
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             let runtime = try await Runtime.load(global)
             let accounts = try runtime.actions().accounts.listAccounts()
-            if json {
-                print(try prettyJSON(accounts.map(AccountJSON.init)))
-                return
-            }
+            let writer = RowWriter(format: format, columns: Self.columns)
             for account in accounts {
-                print(
-                    "\(account.uid)  \(account.email ?? "-")  verified=\(account.emailVerified)  password=\(account.passwordHash != nil)  disabled=\(account.disabled)  \(account.displayName ?? "")"
-                )
+                let cells: [String?] = [
+                    account.uid, account.email, "\(account.emailVerified)", "\(account.passwordHash != nil)", "\(account.disabled)",
+                    account.displayName ?? "",
+                ]
+                try writer.write(cells, json: AccountJSON(account: account))
             }
-            print("\(accounts.count) account(s)")
+            writer.finish(summary: "\(accounts.count) account(s)")
         }
     }
 }

@@ -3,14 +3,16 @@ import Foundation
 import HeraldActions
 import HeraldCore
 
-/// `herald campaign …`: bulk sends with rates, control, progress and reports.
+/// `herald campaigns …` (or `herald campaign …`): bulk sends with rates, control, progress and reports.
 struct CampaignCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "campaign", abstract: "Bulk campaigns: create, list, pause, resume, cancel, watch, report.",
+        commandName: "campaigns", abstract: "Bulk campaigns: create, list, pause, resume, cancel, watch, report.",
+        discussion: "`herald campaign` (singular, the earlier name) is kept as an alias.",
         subcommands: [
             CreateCampaign.self, ListCampaigns.self, PauseCampaign.self, ResumeCampaign.self, CancelCampaign.self, WatchCampaign.self,
             ReportCampaign.self,
-        ])
+        ],
+        aliases: ["campaign"])
 }
 
 /// `herald campaign create`.
@@ -25,7 +27,7 @@ struct CreateCampaign: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Campaign name (unique).") var name: String
-    @Option(help: "verify-email | reset-password | sign-in") var action: String
+    @Option(help: "The action of every link: verify-email, reset-password or sign-in.") var action: String
     @Option(help: "CSV file of recipients.") var recipients: String?
     @Flag(help: "Take recipients from the account store.") var fromAccounts = false
     @Flag(help: "With --from-accounts: only accounts whose email is not verified.") var unverified = false
@@ -84,26 +86,31 @@ struct CreateCampaign: AsyncParsableCommand {
     }
 }
 
-/// `herald campaign list`.
+/// `herald campaigns list`.
 struct ListCampaigns: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List campaigns with their progress.")
     @OptionGroup var global: GlobalOptions
-    @Flag(help: "Print a JSON array.") var json = false
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("ID", key: "id"), .init("NAME", key: "name"), .init("ACTION", key: "action"), .init("STATE", key: "state"),
+        .init("SENT", key: "sent"), .init("IMPORTED", key: "imported"), .init("REJECTED", key: "rejected"),
+    ]
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
             let rows = try await Runtime.load(global).actions().campaigns.campaigns()
-            if json {
-                print(try prettyJSON(rows.map { CampaignJSON(campaign: $0.campaign, counts: $0.counts) }))
-                return
-            }
+            let writer = RowWriter(format: format, columns: Self.columns)
             for (campaign, counts) in rows {
-                print(
-                    "\(campaign.id)  \(campaign.name)  \(campaign.kind.rawValue)  \(campaign.status(counts: counts))  "
-                        + "sent \(counts[.sent] ?? 0)/\(counts.values.reduce(0, +))  rejected \(campaign.rejected)")
+                let cells: [String?] = [
+                    "\(campaign.id)", campaign.name, campaign.kind.rawValue, campaign.status(counts: counts), "\(counts[.sent] ?? 0)",
+                    "\(counts.values.reduce(0, +))", "\(campaign.rejected)",
+                ]
+                try writer.write(cells, json: CampaignJSON(campaign: campaign, counts: counts))
             }
-            print("\(rows.count) campaign(s)")
+            writer.finish(summary: "\(rows.count) campaign(s)")
         }
     }
 }
@@ -124,7 +131,7 @@ extension CampaignControl {
 struct PauseCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "pause", abstract: "Stop sending a campaign; its rows stay queued.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: Int64
+    @Argument(help: "The campaign's id (herald campaigns list).") var id: Int64
     func apply(_ campaigns: CampaignsService) throws -> String {
         try campaigns.pauseCampaign(id: id)
         return "campaign \(id) paused"
@@ -134,7 +141,7 @@ struct PauseCampaign: CampaignControl {
 struct ResumeCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Send a paused campaign again.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: Int64
+    @Argument(help: "The campaign's id (herald campaigns list).") var id: Int64
     func apply(_ campaigns: CampaignsService) throws -> String {
         try campaigns.resumeCampaign(id: id)
         return "campaign \(id) resumed"
@@ -144,18 +151,18 @@ struct ResumeCampaign: CampaignControl {
 struct CancelCampaign: CampaignControl {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a campaign: unsent rows become cancelled.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: Int64
+    @Argument(help: "The campaign's id (herald campaigns list).") var id: Int64
     func apply(_ campaigns: CampaignsService) throws -> String {
         "campaign \(id) cancelled: \(try campaigns.cancelCampaign(id: id)) unsent message(s) cancelled"
     }
 }
 
-/// `herald campaign report`.
+/// `herald campaigns report`.
 struct ReportCampaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "report", abstract: "Counts, replies, clicks, redemptions and the funnel.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: Int64
-    @Option(help: "text | json | html") var format = "text"
+    @Argument(help: "The campaign's id (herald campaigns list).") var id: Int64
+    @Option(help: "Output format: text, json or html (a page to keep or mail).") var format = "text"
 
     func run() async throws {
         try await reportingErrors {

@@ -15,16 +15,30 @@ struct ListKeys: AsyncParsableCommand {
         commandName: "list", abstract: "Print each key's id, creation time and state (creates the file if absent).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [.init("KID", key: "kid"), .init("CREATED", key: "createdAt"), .init("STATE", key: "state")]
+
+    /// One key in `--format json|jsonl`: never the key itself.
+    struct Row: Encodable {
+        let kid: String
+        let createdAt: String
+        let state: String
+    }
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             let runtime = try await Runtime.load(global)
             let file = try SigningKeyFile.openOrCreate(path: runtime.configuration.signingKeyPath)
             let live = Set(file.liveKeys().map(\.kid))
+            let writer = RowWriter(format: format, columns: Self.columns)
             for key in file.keys {
                 let state = key.retiredAt == nil ? "signing" : live.contains(key.kid) ? "verifying" : "expired"
-                print("\(key.kid)  \(key.createdAt.iso8601)  \(state)")
+                let row = Row(kid: key.kid, createdAt: key.createdAt.iso8601, state: state)
+                try writer.write([row.kid, row.createdAt, row.state], json: row)
             }
+            writer.finish()
         }
     }
 }

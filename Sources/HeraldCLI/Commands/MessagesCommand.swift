@@ -10,52 +10,63 @@ struct MessagesCommand: AsyncParsableCommand {
         subcommands: [ListMessages.self, RetryMessages.self, CancelMessages.self], defaultSubcommand: ListMessages.self)
 }
 
-/// `herald messages [list]`: the ledger, as a table or JSON.
+/// `herald messages [list]`: the ledger, streamed oldest first, as a table, JSON, JSON lines or CSV.
 struct ListMessages: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List outbox rows: action, recipient, state, attempts, last SMTP reply, times.")
+        commandName: "list", abstract: "List outbox rows: action, recipient, state, attempts, last SMTP reply, times.",
+        discussion: "Rows stream oldest first as they are read, however many match; a table is aligned on its first 1,000 rows.")
 
     @OptionGroup var global: GlobalOptions
 
     @Option(help: "Only rows in this state: \(OutboxState.allCases.map(\.rawValue).joined(separator: ", ")).") var state: String?
     @Option(help: "Only rows for this address (recipient or account email).") var email: String?
-    @Flag(help: "Print a JSON array instead of a table.") var json = false
+    @Option(help: "Only rows of this action: \(ActionKind.allCases.map(\.rawValue).joined(separator: ", ")).") var action: String?
+    @Option(help: "Only rows of this campaign (its id).") var campaign: Int64?
+    @Option(help: "Only rows queued at or after this time: ISO 8601, now, or how long ago (90s, 10m, 1h, 2d).") var since: String?
+    @Option(help: "Only rows queued at or before this time: ISO 8601, now, or how long ago (90s, 10m, 1h, 2d).") var until: String?
+    @Option(help: "At most this many rows (the oldest that match).") var limit: Int?
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("ID", key: "id"), .init("ACTION", key: "action"), .init("RECIPIENT", key: "recipient"), .init("STATE", key: "state"),
+        .init("TRIES", key: "attempts"), .init("LAST REPLY", key: "lastReply", maxWidth: 48), .init("QUEUED", key: "queuedAt"),
+        .init("SENT", key: "sentAt"), .init("BOUNCED/COMPLAINED", key: "feedbackAt"),
+    ]
 
     func run() async throws {
         try await reportingErrors {
-            let filterState = try state.map { value in
-                guard let state = OutboxState(rawValue: value) else {
-                    throw HeraldError(
-                        .argumentError, "unknown state '\(value)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                return state
+            let format = try output.resolved()
+            if let limit, limit < 1 { throw HeraldError(.argumentError, "--limit: expected a positive number of rows") }
+            var search = MessageSearch(email: try email.map { try EmailAddress($0) }, campaign: campaign)
+            search.state = try state.map(OutboxState.init(argument:))
+            search.kind = try action.map { try ActionKind(argument: $0) }
+            search.since = try since.map { try TimeArgument.past($0, option: "--since") }
+            search.until = try until.map { try TimeArgument.past($0, option: "--until") }
+            let reports = try await Runtime.load(global).actions().reports
+            let writer = RowWriter(format: format, columns: Self.columns)
+            try reports.messages(search, limit: limit) { row in
+                try writer.write(Self.cells(row), json: MessageJSON(row: row))
             }
-            let filterEmail = try email.map { try EmailAddress($0) }
-            let runtime = try await Runtime.load(global)
-            let rows = try runtime.actions().reports.messages(state: filterState, email: filterEmail)
-            print(json ? try Self.json(rows) : Self.table(rows))
+            writer.finish(summary: "\(writer.count) message(s)")
         }
     }
 
-    static func json(_ rows: [OutboxMessage]) throws -> String {
-        try prettyJSON(rows.map(MessageJSON.init))
+    static func cells(_ row: OutboxMessage) -> [String?] {
+        [
+            "\(row.id)", row.kind.rawValue, row.recipient.value, row.state.rawValue, "\(row.attempts)", row.lastReply ?? "",
+            row.queuedAt.iso8601, row.sentAt?.iso8601, row.feedbackAt?.iso8601,
+        ]
     }
+}
 
-    static func table(_ rows: [OutboxMessage]) -> String {
-        let header = ["ID", "ACTION", "RECIPIENT", "STATE", "TRIES", "LAST REPLY", "QUEUED", "SENT", "BOUNCED/COMPLAINED"]
-        let body = rows.map { row in
-            [
-                "\(row.id)", row.kind.rawValue, row.recipient.value, row.state.rawValue, "\(row.attempts)",
-                String((row.lastReply ?? "").prefix(48)), row.queuedAt.iso8601, row.sentAt.map(\.iso8601) ?? "-",
-                row.feedbackAt.map(\.iso8601) ?? "-",
-            ]
+extension OutboxState {
+    /// Parses a command-line state name, failing with one line that lists the valid names.
+    init(argument: String) throws {
+        guard let state = OutboxState(rawValue: argument) else {
+            throw HeraldError(
+                .argumentError, "unknown state '\(argument)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        let widths = header.indices.map { column in ([header] + body).map { $0[column].count }.max() ?? 0 }
-        let lines = ([header] + body).map { cells in
-            cells.enumerated().map { index, cell in cell.padding(toLength: widths[index], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        }
-        return (lines + ["\(rows.count) message(s)"]).joined(separator: "\n")
+        self = state
     }
 }
 
@@ -64,21 +75,15 @@ struct RequeueOptions: ParsableArguments {
     @Option(name: .customLong("state"), help: "Only rows in this state (repeatable).") var states: [String] = []
     @Option(help: "Only rows of this campaign.") var campaign: Int64?
     @Option(help: "Only rows for this address (recipient or account email).") var email: String?
-    @Option(help: "Only rows queued at or after this time (ISO 8601, now, +10m).") var since: String?
+    @Option(help: "Only rows queued at or after this time: ISO 8601, now, or how long ago (90s, 10m, 1h, 2d).") var since: String?
     @Flag(help: "Every matching row: needed when no --campaign, --email or --since narrows the change.") var all = false
     @Flag(help: "List what would change; change nothing.") var dryRun = false
 
     func filter() throws -> RequeueFilter {
-        let states = try states.map { value in
-            guard let state = OutboxState(rawValue: value) else {
-                throw HeraldError(
-                    .argumentError, "unknown state '\(value)'; expected one of \(OutboxState.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return state
-        }
+        let states = try states.map(OutboxState.init(argument:))
         return RequeueFilter(
             states: Set(states), campaign: campaign, email: try email.map { try EmailAddress($0) },
-            since: try since.map(CreateCampaign.parseTime), all: all)
+            since: try since.map { try TimeArgument.past($0, option: "--since") }, all: all)
     }
 
     /// `retried 3 message(s): 4, 7, 9` (ids listed up to 100).

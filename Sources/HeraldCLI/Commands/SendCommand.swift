@@ -31,10 +31,10 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Template and link language, e.g. pl or pl-PL.") var locale: String?
     @Option(help: "The recipient's name, used in the greeting and the To header.") var displayName: String?
     @Flag(help: "The link opens the app (implied for sign-in).") var handleCodeInApp = false
-    @Option(name: .customLong("ios-bundle-id")) var iOSBundleId: String?
-    @Option var androidPackageName: String?
-    @Flag var androidInstallApp = false
-    @Option var androidMinimumVersion: String?
+    @Option(name: .customLong("ios-bundle-id"), help: "The iOS app that opens the link (its bundle id).") var iOSBundleId: String?
+    @Option(help: "The Android app that opens the link (its package name).") var androidPackageName: String?
+    @Flag(help: "Offer to install the Android app when it is missing.") var androidInstallApp = false
+    @Option(help: "The lowest version of the Android app that may open the link.") var androidMinimumVersion: String?
     @Option(help: "Hosting link domain: wraps the link as https://<domain>/__/auth/links?link=….") var linkDomain: String?
     @Option(help: "Rejected: Firebase Dynamic Links is shut down; use --link-domain.") var dynamicLinkDomain: String?
 

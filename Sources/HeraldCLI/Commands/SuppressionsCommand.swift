@@ -26,25 +26,24 @@ struct ListSuppressions: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "Only this reason (hard-bounce, soft-bounce, complaint, unsubscribe, manual).") var reason: Suppression.Reason?
     @Option(help: "At most this many.") var limit = 1000
-    @Flag(help: "One JSON object per line.") var json = false
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("CREATED", key: "createdAt"), .init("REASON", key: "reason"), .init("SCOPE", key: "scope"), .init("EMAIL", key: "email"),
+        .init("DETAIL", key: "detail"),
+    ]
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             let feedback = try await Runtime.load(global).actions().feedback
             let entries = try feedback.suppressions(reason: reason, limit: limit)
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                encoder.dateEncodingStrategy = .iso8601
-                for entry in entries { print(String(decoding: try encoder.encode(entry), as: UTF8.self)) }
-                return
-            }
-            if entries.isEmpty { return print("(no suppressed addresses)") }
+            let writer = RowWriter(format: format, columns: Self.columns)
             for entry in entries {
-                let reason = entry.reason.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
-                let scope = entry.scope.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)
-                print("\(entry.createdAt.iso8601)  \(reason)  \(scope)  \(entry.email)  \(entry.detail ?? "")")
+                let cells = [entry.createdAt.iso8601, entry.reason.rawValue, entry.scope.rawValue, entry.email, entry.detail ?? ""]
+                try writer.write(cells, json: entry)
             }
+            writer.finish(empty: "(no suppressed addresses)")
         }
     }
 }
@@ -83,10 +82,12 @@ struct RemoveSuppressions: AsyncParsableCommand {
             let feedback = try await Runtime.load(global).actions().feedback
             var missing: [String] = []
             for email in emails where !(try feedback.unsuppress(email: email)) { missing.append(email) }
-            print("removed \(emails.count - missing.count) address(es)")
             guard missing.isEmpty else {
-                throw HeraldError(.notFound, "not on the suppression list: \(missing.joined(separator: ", "))")
+                let removed = emails.count - missing.count
+                let also = removed > 0 ? " (removed the other \(removed))" : ""
+                throw HeraldError(.notFound, "not on the suppression list: \(missing.joined(separator: ", "))\(also)")
             }
+            print("removed \(emails.count) address(es)")
         }
     }
 }
@@ -132,7 +133,9 @@ struct ImportSuppressions: AsyncParsableCommand {
             print("imported \(entries.count) line(s): \(added) added, \(entries.count - added) already suppressed")
             guard problems.isEmpty else {
                 for problem in problems.prefix(100) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
-                throw HeraldError(.argumentError, "\(problems.count) line(s) of \(file) were not imported (listed above)")
+                let line = "error: \(problems.count) line(s) of \(file) were not imported (listed above)\n"
+                FileHandle.standardError.write(Data(line.utf8))
+                throw ExitCode.failure  // some rows rejected: 1, not a usage error
             }
         }
     }

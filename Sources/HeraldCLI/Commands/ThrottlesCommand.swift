@@ -16,20 +16,32 @@ struct ThrottlesCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many hours back to show.") var hours = 24
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("HOUR", key: "hour"), .init("COUNTER", key: "counter"), .init("COUNT", key: "count"), .init("KEY", key: "key"),
+    ]
+
+    /// One row of `--format json|jsonl`.
+    struct Row: Encodable {
+        let hour: String
+        let counter: String
+        let count: Int
+        let key: String
+    }
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             guard hours > 0 else { throw HeraldError(.argumentError, "--hours: expected a positive number of hours") }
             let reports = try await Runtime.load(global).actions().reports
             let counts = try reports.abuseCounts(since: Date().addingTimeInterval(-Double(hours) * 3600))
-            var lines = ["hour                  counter       count  key"]
+            let writer = RowWriter(format: format, columns: Self.columns)
             for count in counts {
-                let counter = count.counter.padding(toLength: 12, withPad: " ", startingAt: 0)
-                let number = String(count.count)
-                lines.append("\(count.hour.iso8601)  \(counter)  \(String(repeating: " ", count: max(0, 5 - number.count)))\(number)  \(count.key)")
+                let row = Row(hour: count.hour.iso8601, counter: count.counter, count: count.count, key: count.key)
+                try writer.write([row.hour, row.counter, "\(row.count)", row.key], json: row)
             }
-            if counts.isEmpty { lines.append("(nothing refused)") }
-            print(lines.joined(separator: "\n"))
+            writer.finish(empty: "(nothing refused)")
         }
     }
 }

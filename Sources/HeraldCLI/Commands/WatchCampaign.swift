@@ -2,12 +2,12 @@ import ArgumentParser
 import Foundation
 import HeraldActions
 
-/// `herald campaign watch`: a live progress bar on a terminal, plain periodic lines otherwise.
+/// `herald campaigns watch`: a live progress bar on a terminal, plain periodic lines otherwise.
 struct WatchCampaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch", abstract: "Follow a campaign's progress until nothing is left to send.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: Int64
+    @Argument(help: "The campaign's id (herald campaigns list).") var id: Int64
     @Option(help: "Seconds between updates.") var interval: Double = 1
 
     func run() async throws {

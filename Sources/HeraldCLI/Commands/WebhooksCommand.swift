@@ -22,12 +22,31 @@ struct ListWebhooks: AsyncParsableCommand {
         commandName: "list", abstract: "Print each endpoint: URL, events, deliveries queued, delivered and dead, the last error.")
 
     @OptionGroup var global: GlobalOptions
-    @Flag(help: "Print a JSON array instead of a table.") var json = false
+    @OptionGroup var output: OutputOptions
+
+    static let columns: [RowWriter.Column] = [
+        .init("ENDPOINT", key: "endpoint"), .init("URL", key: "url"), .init("EVENTS", key: "events"), .init("QUEUED", key: "queued"),
+        .init("DELIVERED", key: "delivered"), .init("DEAD", key: "dead"), .init("OLDEST QUEUED", key: "oldestQueuedAt"),
+        .init("LAST DELIVERED", key: "lastDeliveredAt"), .init("LAST ERROR", key: "lastError"), .init("LAST ERROR AT", key: "lastErrorAt"),
+    ]
 
     func run() async throws {
         try await reportingErrors {
+            let format = try output.resolved()
             let reports = try await Runtime.load(global).actions().webhooks.webhookReports()
-            if json { return print(try prettyJSON(reports.map(WebhookJSON.init))) }
+            guard format == .table else {
+                // The table below is a block per endpoint; the machine formats are a row per endpoint.
+                let writer = RowWriter(format: format, columns: Self.columns)
+                for report in reports {
+                    let json = WebhookJSON(report)
+                    let cells: [String?] = [
+                        json.endpoint, json.url, json.events.joined(separator: " "), "\(json.queued)", "\(json.delivered)", "\(json.dead)",
+                        json.oldestQueuedAt, json.lastDeliveredAt, json.lastError, json.lastErrorAt,
+                    ]
+                    try writer.write(cells, json: json)
+                }
+                return writer.finish()
+            }
             if reports.isEmpty { return print("(no webhook endpoints configured)") }
             for report in reports {
                 let events = report.events.count == WebhookEvent.allCases.count ? "all events" : report.events.joined(separator: ",")
@@ -69,7 +88,7 @@ struct ReplayWebhooks: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "Only this endpoint's deliveries.") var endpoint: String?
     @Option(help: "Only deliveries in this state: queued, delivered or dead (default dead; 'any' for all).") var state = "dead"
-    @Option(help: "Only events created at or after this time (ISO 8601, e.g. 2026-11-26T08:00:00Z) or this long ago (2h, 1d).")
+    @Option(help: "Only events created at or after this time: ISO 8601, now, or how long ago (90s, 10m, 1h, 2d).")
     var since: String?
     @Option(help: "Only this delivery (its id: Herald-Delivery-Id).") var id: Int64?
 
@@ -82,16 +101,10 @@ struct ReplayWebhooks: AsyncParsableCommand {
                 }
                 filter.state = parsed
             }
-            if let since { filter.since = try Self.time(since) }
+            if let since { filter.since = try TimeArgument.past(since, option: "--since") }
             let count = try await Runtime.load(global).actions().webhooks.replayWebhooks(filter)
             print("\(count) deliver\(count == 1 ? "y" : "ies") queued again")
         }
-    }
-
-    /// A duration reads as that long ago; anything else as `herald messages retry --since` reads it.
-    static func time(_ text: String) throws -> Date {
-        if let seconds = DurationText.parse(text) { return Date().addingTimeInterval(-seconds) }
-        return try CreateCampaign.parseTime(text)
     }
 }
 

@@ -14,7 +14,11 @@ import Synchronization
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
-        abstract: "Send queued mail. SIGINT/SIGTERM finish in-flight sends, record them and exit 0."
+        abstract: "Send queued mail. SIGINT/SIGTERM finish in-flight sends, record them and exit 0.",
+        discussion: """
+            Progress (sent, deferred and failed since start, msg/s, pending, ETA) is a line on standard error rewritten \
+            twice a second on a terminal, and a 'progress:' log line every 10 seconds otherwise.
+            """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -82,6 +86,8 @@ struct WorkerCommand: AsyncParsableCommand {
                         service: WebhookService(configuration: configuration.webhooks, store: store, logger: runtime.logger), serviceName: "webhooks")
                 )
             }
+            // Sent, deferred, failed, rate and ETA: a line on a terminal, a log line every 10 s otherwise.
+            services.append(.init(service: WorkerProgress(store: store, logger: runtime.logger), serviceName: "progress"))
             services.append(.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "worker"))
             let group = ServiceGroup(
                 configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger))

@@ -1,18 +1,27 @@
 import Foundation
 
-/// The console's message search: any of state, action, address and campaign.
+/// A message search (the console's, `herald messages`): any of state, action, address, campaign and queue time.
 public struct MessageSearch: Sendable, Hashable {
     public var state: OutboxState?
     public var kind: ActionKind?
     /// Rows sent to this address or about its account.
     public var email: EmailAddress?
     public var campaign: Int64?
+    /// Rows queued at or after this time.
+    public var since: Date?
+    /// Rows queued at or before this time.
+    public var until: Date?
 
-    public init(state: OutboxState? = nil, kind: ActionKind? = nil, email: EmailAddress? = nil, campaign: Int64? = nil) {
+    public init(
+        state: OutboxState? = nil, kind: ActionKind? = nil, email: EmailAddress? = nil, campaign: Int64? = nil, since: Date? = nil,
+        until: Date? = nil
+    ) {
         self.state = state
         self.kind = kind
         self.email = email
         self.campaign = campaign
+        self.since = since
+        self.until = until
     }
 }
 

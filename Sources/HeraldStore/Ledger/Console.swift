@@ -4,10 +4,7 @@ import HeraldCore
 extension LedgerEngine {
     public func searchMessages(_ search: MessageSearch, limit: Int) throws -> [OutboxMessage] {
         var conditions = OutboxConditions(arguments: ["limit": limit])
-        conditions.state(search.state)
-        conditions.kind(search.kind)
-        conditions.email(search.email)
-        conditions.campaign(search.campaign)
+        conditions.search(search)
         let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
         return try read { db in
             var cache = Records.MessageDecoding()

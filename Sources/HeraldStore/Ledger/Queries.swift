@@ -16,6 +16,29 @@ extension LedgerEngine {
         }
     }
 
+    /// Streams the rows matching `search` to `each`, oldest first, at most `limit`, in bounded memory: pages by id
+    /// through one read transaction's snapshot, as the audit does.
+    public func messages(_ search: MessageSearch, limit: Int?, each: (OutboxMessage) throws -> Void) throws {
+        let pageSize = 1000
+        try read { db in
+            var cache = Records.MessageDecoding()
+            var after: Int64?
+            var left = limit ?? Int.max
+            while left > 0 {
+                let wanted = min(pageSize, left)
+                var conditions = OutboxConditions(arguments: ["limit": wanted])
+                conditions.search(search)
+                if let after { conditions.add("id > :after", ["after": after]) }
+                let sql = "SELECT * FROM outbox \(conditions.whereClause) ORDER BY id LIMIT :limit"
+                let rows = try db.fetchAll(sql, conditions.sqlArguments).map { try Records.message($0, cache: &cache) }
+                for row in rows { try each(row) }
+                left -= rows.count
+                guard rows.count == wanted, let last = rows.last else { return }
+                after = last.id
+            }
+        }
+    }
+
     /// The recorded attempts of one row, oldest first.
     public func attempts(outboxID: Int64) throws -> [DeliveryAttempt] {
         try read { db in

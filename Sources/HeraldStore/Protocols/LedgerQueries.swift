@@ -6,6 +6,9 @@ public protocol LedgerQueries: Sendable {
     /// Everything `herald campaign report` shows, from one snapshot.
     func report(campaign id: Int64, now: Date) throws -> CampaignReport
 
+    /// Streams the outbox rows matching `search` to `each`, oldest first, at most `limit`, in bounded memory.
+    func messages(_ search: MessageSearch, limit: Int?, each: (OutboxMessage) throws -> Void) throws
+
     /// Streams the audit rows matching `filter` to `each`, oldest first, in bounded memory.
     func audit(_ filter: AuditFilter, now: Date, each: (AuditRow) throws -> Void) throws
 

@@ -50,6 +50,21 @@ struct OutboxConditions {
         if let since { add("\(column("queued_at")) >= :since", ["since": since.milliseconds]) }
     }
 
+    /// Rows queued at or before `until`.
+    mutating func queued(until: Date?) {
+        if let until { add("\(column("queued_at")) <= :until", ["until": until.milliseconds]) }
+    }
+
+    /// A message search's filters: state, action, address, campaign and queue time.
+    mutating func search(_ search: MessageSearch) {
+        state(search.state)
+        kind(search.kind)
+        email(search.email)
+        campaign(search.campaign)
+        queued(since: search.since)
+        queued(until: search.until)
+    }
+
     /// `WHERE …`, or nothing when no filter applies.
     var whereClause: String { conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ") }
 
@@ -67,9 +82,7 @@ struct OutboxConditions {
         conditions.campaign(filter.campaign)
         conditions.kind(filter.kind)
         conditions.queued(since: filter.since)
-        if let until = filter.until {
-            conditions.add("o.queued_at <= :until", ["until": until.milliseconds])
-        }
+        conditions.queued(until: filter.until)
         switch filter.status {
         case .redeemed: conditions.add("redeemed_at IS NOT NULL")
         case .unredeemed: conditions.add("o.sent_at IS NOT NULL AND redeemed_at IS NULL")
