@@ -120,6 +120,42 @@ import Testing
         #expect(try target.store.identities(uid: "pending").map(\.rawId) == ["g-1"])
     }
 
+    @Test func aUserThatCameWithAHashKeepsItWhateverRawPasswordSays() async throws {
+        let rulebook = try Rulebook()
+        var user = Self.sha256User("both", "both@example.com", password: "secret-1")
+        user.rawPassword = "1"  // weak, and not the user's password
+        #expect(try rulebook.actions.accounts.importUsers([user], hash: Self.sha256).isEmpty)
+        #expect(try rulebook.store.account(uid: "both")?.passwordHash?.hasPrefix("firebase-sha256$") == true)
+        let session = try await rulebook.actions.accounts.signInWithPassword(email: "both@example.com", password: "secret-1")
+        #expect(session.localId == "both")
+    }
+
+    @Test func aFileImportSettlesBatchWideProblemsBeforeWritingAnything() throws {
+        let rulebook = try Rulebook()
+        let accounts = rulebook.actions.accounts
+        // The only hashed user is in the second batch of 1,000; the hash parameters are wrong.
+        var users = (0..<1001).map { ImportedUser(localId: "u\($0)", email: "u\($0)@example.com") }
+        users[1000] = Self.sha256User("u1000", "u1000@example.com", password: "secret-1")
+        let refused = #expect(throws: HeraldError.self) {
+            try accounts.importFirebaseUsers(users, hash: ImportedPasswordHash.Parameters(hashAlgorithm: "SHA256"), overwrite: false)
+        }
+        #expect(refused?.code == .invalidHashRounds)
+        #expect(try rulebook.store.accountCount() == 0)
+        // Users without a uid are refused one by one, never as a batch-wide DUPLICATE_LOCAL_ID.
+        let report = try accounts.importFirebaseUsers(
+            [ImportedUser(email: "a@example.com"), ImportedUser(email: "b@example.com"), ImportedUser(localId: "c")],
+            hash: .init(), overwrite: false)
+        #expect(report.imported == 1 && report.rejected.map(\.position) == [1, 2])
+        #expect(report.rejected.allSatisfy { $0.reason == "localId is missing" })
+    }
+
+    @Test func hashConfigErrorsNameTheLineNotItsText() {
+        let text = "hash_config {\n  algorithm: SCRYPT,\n  base64_signer_key: jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0ui\n  iTvC8pVMXAn210wjLNmd,\n}"
+        let error = #expect(throws: HeraldError.self) { try FirebaseUserFile.hashParameters(text: text) }
+        #expect(error?.detail == "hash configuration line 4 is not 'name: value'")
+        #expect(error.map { !$0.description.contains("iTvC8") } == true)
+    }
+
     @Test func theConsolesHashConfigTextIsRead() throws {
         let text = """
             hash_config {
@@ -177,6 +213,9 @@ import Testing
         #expect(code("[1,2]")?.code == .invalidClaims)
         #expect(code("not json")?.code == .invalidClaims)
         #expect(code(#"{"a":"\#(String(repeating: "x", count: 1000))"}"#)?.code == .claimsTooLarge)
+        // Counted in UTF-16 units as Firebase counts: 400 emoji are 800 units, 500 are 1,000 and more with the braces.
+        #expect(try CustomClaims.validate(#"{"a":"\#(String(repeating: "😀", count: 400))"}"#) != nil)
+        #expect(code(#"{"a":"\#(String(repeating: "😀", count: 500))"}"#)?.code == .claimsTooLarge)
         let forbidden = code(#"{"role":"x","sub":"someone-else"}"#)
         #expect(forbidden?.code == .forbiddenClaim && forbidden?.detail == "sub")
     }

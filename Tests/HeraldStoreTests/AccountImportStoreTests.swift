@@ -52,6 +52,25 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func anOverwriteFreesTheReplacedAccountsKeysForTheRestOfTheBatch(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        var old = Fixture.account("old@example.com", uid: "u1", now: now)
+        old.phoneNumber = "+15555550101"
+        let first = ImportedAccount(account: old, identities: [FederatedIdentity(providerId: "google.com", rawId: "g-1")])
+        #expect(try store.importAccounts([first], overwrite: false, now: now).isEmpty)
+        var taker = Fixture.account("old@example.com", uid: "u2", now: now)
+        taker.phoneNumber = "+15555550101"
+        let batch = [
+            ImportedAccount(account: Fixture.account("new@example.com", uid: "u1", now: now)),
+            ImportedAccount(account: taker, identities: [FederatedIdentity(providerId: "google.com", rawId: "g-1")]),
+        ]
+        #expect(try store.importAccounts(batch, overwrite: true, now: now).isEmpty)
+        #expect(try store.account(email: "old@example.com")?.uid == "u2")
+        #expect(try store.account(phoneNumber: "+15555550101")?.uid == "u2")
+        #expect(try store.identities(uid: "u2").map(\.rawId) == ["g-1"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func accountsPageInBytewiseUIDOrderAndCount(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let uids = ["b", "a", "C", "a1", "Z", "_"]
@@ -67,6 +86,8 @@ import Testing
         }
         #expect(seen == sorted)
         #expect(try store.accountCount() == uids.count)
+        #expect(try store.accounts(after: nil, offset: 2, limit: 3).map(\.uid) == Array(sorted[2..<5]))
+        #expect(try store.accounts(after: nil, offset: Int(Int32.max), limit: 3).isEmpty)
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -517,3 +517,15 @@ def test_imported_phone_numbers_are_found_and_never_shared(shared, admin_app):
     assert body.get("error") == [{"index": 0, "message": "phone number exists in other account in database"}], body
     with pytest.raises(auth.UserNotFoundError):
         auth.get_user(second, app=app)
+
+
+def test_query_offsets_are_bounded_and_paged_in_the_ledger(shared):
+    srv = shared
+    huge = srv.admin("accounts:query", {"offset": "9223372036854775807", "limit": "2"})
+    assert_error(huge, "INVALID_ARGUMENT")
+    total = int(ok(srv.admin("accounts:query", {"returnUserInfo": False}))["recordsCount"])
+    past = ok(srv.admin("accounts:query", {"offset": str(total), "limit": "5"}))
+    assert int(past["recordsCount"]) == total and past.get("userInfo", []) == [], past
+    everyone = [user["localId"] for user in ok(srv.admin("accounts:query", {"limit": "500"}))["userInfo"]]
+    second = ok(srv.admin("accounts:query", {"offset": "1", "limit": "2"}))["userInfo"]
+    assert [user["localId"] for user in second] == everyone[1:3]

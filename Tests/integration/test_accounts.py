@@ -116,3 +116,15 @@ def test_firebase_export_imports_with_the_consoles_hash_config_and_a_rerun_skips
     assert document["hashConfig"] == {"hashAlgorithm": "PBKDF2_SHA256", "rounds": 210000}
     assert [user["localId"] for user in document["users"]] == ["u0", "u1", "u2"]
     assert all(user["heraldPasswordHash"].startswith("firebase-sha256$") for user in document["users"])
+
+
+def test_a_rerun_of_a_csv_without_uids_skips_the_addresses_already_there(herald, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    users = tmp_path / "users.csv"
+    users.write_text("email,password\nada@example.com,secret123\ngrace@example.com,hunter22\n", encoding="utf-8")
+    first = herald("accounts", "import", str(users), config=config)
+    assert "imported 2 account(s), rejected 0, skipped 0 already there" in first.stdout, first.stdout
+    users.write_text(users.read_text(encoding="utf-8") + "alan@example.com,turing12\n", encoding="utf-8")
+    again = herald("accounts", "import", str(users), config=config)
+    assert "imported 1 account(s), rejected 0, skipped 2 already there" in again.stdout, again.stdout
+    assert len(json.loads(herald("accounts", "list", "--json", config=config).stdout)) == 3

@@ -68,7 +68,7 @@ public enum AccountImporter {
         let password = value("password")
         if let password { try PasswordHasher.checkStrength(password) }
         return ImportedUser(
-            localId: value("uid", "localId") ?? Account.newUID(), email: try EmailAddress(email).value,
+            localId: value("uid", "localId"), email: try EmailAddress(email).value,
             emailVerified: try flag("emailVerified", "email_verified"), rawPassword: password,
             displayName: try value("displayName", "display_name").map(DisplayName.validate), disabled: try flag("disabled"))
     }
@@ -115,25 +115,46 @@ extension AccountsService {
     }
 
     /// Imports users in batches: a repeated uid is refused at its later places; a user whose uid is taken already is
-    /// skipped (a re-run), unless `overwrite`. `herald` words conflicts as Herald's error codes, for Herald's formats.
+    /// skipped (a re-run), unless `overwrite`, and so is a row of Herald's formats without a uid whose email had an
+    /// account before the import began. `herald` words conflicts as Herald's error codes, for Herald's formats.
+    ///
+    /// Everything that would refuse a whole batch (the hash parameters, missing or repeated uids) is settled before
+    /// the first batch is written, so the import never stops halfway through the file.
     private func importAll(
         _ rows: [(position: Int, user: ImportedUser)], hash parameters: ImportedPasswordHash.Parameters, overwrite: Bool,
         herald: Bool = false, progress: (Int) -> Void
     ) throws -> AccountImportReport {
+        if rows.contains(where: { $0.user.passwordHash != nil && $0.user.storedPasswordHash == nil }) {
+            _ = try ImportedPasswordHash.Scheme(parameters)
+        }
         var report = AccountImportReport()
+        // Addresses that had accounts before this import: their uid-less rows were imported by an earlier run.
+        let before = herald ? try store.standings(emails: rows.compactMap { $0.user.localId == nil ? $0.user.email : nil }) : [:]
         var seen: [String: Int] = [:]
         var unique: [(position: Int, user: ImportedUser)] = []
-        for row in rows {
-            if let uid = row.user.localId, let first = seen[uid] {
+        for var row in rows {
+            if herald && row.user.localId == nil {
+                if let email = row.user.email, before[email.lowercased()] != nil {
+                    report.skipped += 1
+                    continue
+                }
+                row.user.localId = Account.newUID()
+            }
+            guard let uid = row.user.localId, !uid.isEmpty else {
+                report.rejected.append(.init(position: row.position, reason: "localId is missing"))
+                continue
+            }
+            if let first = seen[uid] {
                 report.rejected.append(.init(position: row.position, reason: "DUPLICATE_LOCAL_ID : uid \(uid) is also at \(first)"))
                 continue
             }
-            if let uid = row.user.localId { seen[uid] = row.position }
+            seen[uid] = row.position
             unique.append(row)
         }
         // Plaintext passwords take ~30 ms each to hash: smaller batches keep the progress moving.
         let batchSize = unique.contains { $0.user.rawPassword != nil } ? 64 : Self.maximumImportBatch
         var done = rows.count - unique.count
+        progress(done)
         for start in stride(from: 0, to: unique.count, by: batchSize) {
             let batch = Array(unique[start..<min(start + batchSize, unique.count)])
             let failures = try importUsers(batch.map(\.user), hash: parameters, options: UserImportOptions(allowOverwrite: overwrite))

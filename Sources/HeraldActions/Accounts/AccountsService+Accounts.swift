@@ -112,10 +112,12 @@ extension AccountsService {
             // An imported hash gives way to Herald's own at its first successful use, with the login recorded in the
             // same transaction; a password changed meanwhile is left alone.
             let replacement = try PasswordHasher.hash(password)
-            if try store.replacePasswordHash(uid: account.uid, current: hash, with: replacement, loginAt: now) {
-                account.passwordHash = replacement
-                return account
+            guard try store.replacePasswordHash(uid: account.uid, current: hash, with: replacement, loginAt: now) else {
+                // The password changed while this one was checked: it is no longer the account's.
+                throw HeraldError(protected ? .invalidLoginCredentials : .invalidPassword, "")
             }
+            account.passwordHash = replacement
+            return account
         }
         try store.recordLogin(uid: account.uid, at: now)  // only this column: never a stale row
         return account

@@ -107,7 +107,8 @@ public enum FirebaseUserFile {
             if line.hasSuffix(",") { line.removeLast() }
             if line.isEmpty || line == "}" || line.hasSuffix("{") { continue }
             guard let colon = line.firstIndex(of: ":") else {
-                throw HeraldError(.argumentError, "hash configuration line \(number + 1) is not 'name: value': \(line)")
+                // The line may be part of a key: named by number only.
+                throw HeraldError(.argumentError, "hash configuration line \(number + 1) is not 'name: value'")
             }
             let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             var value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
@@ -117,7 +118,7 @@ public enum FirebaseUserFile {
         var parameters = ImportedPasswordHash.Parameters(hashAlgorithm: fields["algorithm"] ?? fields["hash_algorithm"])
         func number(_ name: String) throws -> Int? {
             guard let text = fields[name] else { return nil }
-            guard let value = Int(text) else { throw HeraldError(.argumentError, "hash configuration \(name) is not a number: \(text)") }
+            guard let value = Int(text) else { throw HeraldError(.argumentError, "hash configuration \(name) is not a number") }
             return value
         }
         parameters.signerKey = fields["base64_signer_key"] ?? fields["signer_key"] ?? fields["key"]

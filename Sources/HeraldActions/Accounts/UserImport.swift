@@ -164,7 +164,8 @@ extension AccountsService {
             throw HeraldError(.invalidArgument, "at most \(Self.maximumImportBatch) users per import request")
         }
         try Self.checkBatch(users, options)
-        let scheme = try users.contains { $0.passwordHash != nil && $0.storedPasswordHash == nil } ? ImportedPasswordHash.Scheme(parameters) : nil
+        let hashed = users.contains { $0.passwordHash != nil && $0.storedPasswordHash == nil }
+        let scheme = try hashed ? ImportedPasswordHash.Scheme(parameters) : nil
 
         var failures: [Int: String] = [:]
         var accepted: [(index: Int, imported: ImportedAccount)] = []
@@ -177,18 +178,25 @@ extension AccountsService {
                 failures[index] = error.description
             }
         }
-        // Plaintext passwords take Herald's slow hash: on every core, and not for users a re-run would refuse anyway.
-        let plaintext = accepted.indices.filter { users[accepted[$0].index].rawPassword != nil }
-        let taken = options.allowOverwrite ? [] : try Set(plaintext.compactMap { try store.account(uid: accepted[$0].imported.account.uid)?.uid })
-        let hashes = try Self.hashInParallel(
-            plaintext.map { position -> String? in
-                let user = users[accepted[position].index]
-                return taken.contains(accepted[position].imported.account.uid) ? nil : user.rawPassword
-            })
+        // Plaintext passwords take Herald's slow hash, on every core; a user whose uid is taken already (a re-run) is
+        // answered without it and never reaches the ledger, so it cannot be written without its password.
+        var conflicted: [Int: ImportConflict] = [:]
+        if !options.allowOverwrite {
+            for entry in accepted where users[entry.index].rawPassword != nil && entry.imported.account.passwordHash == nil {
+                guard try store.account(uid: entry.imported.account.uid) != nil else { continue }
+                failures[entry.index] = Self.message(.uidExists)
+                conflicted[entry.index] = .uidExists
+            }
+            accepted.removeAll { conflicted[$0.index] != nil }
+        }
+        // A user that came with a hash keeps it: `rawPassword` only stands in for a missing one.
+        let plaintext = accepted.indices.filter {
+            users[accepted[$0].index].rawPassword != nil && accepted[$0].imported.account.passwordHash == nil
+        }
+        let hashes = try Self.hashInParallel(plaintext.map { users[accepted[$0].index].rawPassword })
         for (position, hash) in zip(plaintext, hashes) { accepted[position].imported.account.passwordHash = hash }
 
         let conflicts = try store.importAccounts(accepted.map(\.imported), overwrite: options.allowOverwrite, now: now)
-        var conflicted: [Int: ImportConflict] = [:]
         for (position, conflict) in conflicts {
             let index = accepted[position].index
             failures[index] = Self.message(conflict)
@@ -203,6 +211,12 @@ extension AccountsService {
         try requireAccountOwnership("batchGet")
         let page = try store.accounts(after: pageToken.flatMap { $0.isEmpty ? nil : $0 }, limit: limit)
         return (page, page.count == limit ? page.last?.uid : nil)
+    }
+
+    /// Up to `limit` accounts in uid order after skipping `offset` (`accounts:query` without expressions).
+    public func accounts(offset: Int, limit: Int) throws -> [Account] {
+        try requireAccountOwnership("query")
+        return try store.accounts(after: nil, offset: offset, limit: limit)
     }
 
     /// How many accounts there are (`accounts:query` with `returnUserInfo: false`).
@@ -350,6 +364,10 @@ extension AccountsService {
         return value
     }
 
+    /// One slot per core for imports' password hashes, process-wide: concurrent imports share the cores instead of
+    /// each taking all of them from sign-ins.
+    static let hashingSlots = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
+
     /// Herald's hash of each password (nil stays nil), spread over every core: a PBKDF2 hash takes ~30 ms.
     ///
     /// Threads of its own: `DispatchQueue.concurrentPerform` called from a Swift concurrency thread (the CLI's
@@ -369,6 +387,8 @@ extension AccountsService {
                     let index = next.add(1, ordering: .relaxed).oldValue
                     guard index < passwords.count else { return }
                     guard let password = passwords[index] else { continue }
+                    hashingSlots.wait()
+                    defer { hashingSlots.signal() }
                     do {
                         let hash = try PasswordHasher.hash(password)
                         results.withLock { $0[index] = hash }

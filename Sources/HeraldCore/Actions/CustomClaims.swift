@@ -7,7 +7,7 @@ import Foundation
 /// account.customAttributes = try CustomClaims.validate(#"{"role":"admin"}"#)
 /// ```
 public enum CustomClaims {
-    /// The longest claims text Firebase accepts, in characters.
+    /// The longest claims text Firebase accepts, in UTF-16 code units.
     public static let maximumLength = 1000
 
     /// The claims an ID token reserves for itself, which custom claims may not set.
@@ -21,7 +21,8 @@ public enum CustomClaims {
     /// - Throws: `CLAIMS_TOO_LARGE` over 1,000 characters, `INVALID_CLAIMS` for anything but a JSON object,
     ///   `FORBIDDEN_CLAIM : <name>` for a reserved claim.
     public static func validate(_ text: String) throws -> String? {
-        guard text.count <= maximumLength else { throw HeraldError(.claimsTooLarge, "") }
+        // Counted as Firebase (JavaScript) counts a string's length: in UTF-16 code units.
+        guard text.utf16.count <= maximumLength else { throw HeraldError(.claimsTooLarge, "") }
         if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return nil }
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
             throw HeraldError(.invalidClaims, "")

@@ -17,7 +17,7 @@ public struct Account: Sendable, Hashable {
     public var photoURL: String?
     /// The address the account had before its first email change: where a RECOVER_EMAIL code leads back to.
     public var initialEmail: String?
-    /// Firebase's custom claims: a JSON object, as imported (`customAttributes`); kept and shown, not yet in ID tokens.
+    /// Firebase's custom claims: a JSON object as text (`customAttributes`), carried by every ID token of the account.
     public var customAttributes: String?
     /// An E.164 phone number an import brought (`phoneNumber`); kept and shown, never a way to sign in.
     public var phoneNumber: String?

@@ -33,11 +33,11 @@ extension IdentityToolkitController {
     /// Up to `maxResults` accounts (20 when absent or not positive, at most 1,000), after the page token.
     private func page(maxResults: Int?, token: String?) async throws -> BatchGetReply {
         let limit = min(maxResults.flatMap { $0 > 0 ? $0 : nil } ?? 20, AccountsService.maximumImportBatch)
-        let users = try await offload {
+        return try await offload {
             let page = try accounts.accountsPage(after: token, limit: limit)
-            return (try page.accounts.map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }, page.nextPageToken)
+            let users = try page.accounts.map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }
+            return BatchGetReply(users: users, nextPageToken: page.nextPageToken)
         }
-        return BatchGetReply(users: users.0, nextPageToken: users.1)
     }
 
     /// `accounts:query` (Identity Platform): the count, or accounts by `email` / `userId` expressions, or a page of
@@ -54,21 +54,21 @@ extension IdentityToolkitController {
         let limit = try body.limit.map { try Self.count($0.text, "limit") } ?? 500
         let offset = try body.offset.map { try Self.count($0.text, "offset") } ?? 0
         guard (1...500).contains(limit) else { throw HeraldError(.invalidArgument, "limit must be from 1 to 500") }
+        let expression = body.expression ?? []
         return try await offload {
-            if body.returnUserInfo == false, body.expression?.isEmpty ?? true {
-                return QueryReply(recordsCount: String(try accounts.accountCount()), userInfo: nil)
-            }
-            let found: [Account]
-            if let expression = body.expression, !expression.isEmpty {
-                found = try accounts.accounts(
+            let count: Int
+            let page: [Account]
+            if expression.isEmpty {
+                count = try accounts.accountCount()
+                page = body.returnUserInfo == false ? [] : try accounts.accounts(offset: offset, limit: limit)
+            } else {
+                let found = try accounts.accounts(
                     uids: expression.compactMap(\.userId), emails: expression.compactMap(\.email),
                     phoneNumbers: expression.compactMap(\.phoneNumber)
                 ).sorted { $0.uid.utf8.lexicographicallyPrecedes($1.uid.utf8) }
-            } else {
-                found = try accounts.accountsPage(after: nil, limit: offset + limit).accounts
+                count = found.count
+                page = Array(found.dropFirst(offset).prefix(limit))
             }
-            let page = Array(found.dropFirst(body.expression?.isEmpty ?? true ? offset : 0).prefix(limit))
-            let count = body.expression?.isEmpty ?? true ? try accounts.accountCount() : found.count
             guard body.returnUserInfo != false else { return QueryReply(recordsCount: String(count), userInfo: nil) }
             let users = try page.map { UserInfo($0, identities: try accounts.identities(of: $0.uid)) }
             return QueryReply(recordsCount: String(count), userInfo: users)
@@ -84,8 +84,11 @@ extension IdentityToolkitController {
         return BatchDeleteReply(errors: errors.isEmpty ? nil : errors)
     }
 
+    /// A count from an int64 field, bounded so no arithmetic on it can overflow.
     private static func count(_ text: String, _ field: String) throws -> Int {
-        guard let value = Int(text), value >= 0 else { throw HeraldError(.invalidArgument, "\(field) must be a count") }
+        guard let value = Int(text), (0...Int(Int32.max)).contains(value) else {
+            throw HeraldError(.invalidArgument, "\(field) must be a count from 0 to \(Int32.max)")
+        }
         return value
     }
 }

@@ -90,10 +90,10 @@ extension LedgerEngine {
         }
     }
 
-    public func accounts(after uid: String?, limit: Int) throws -> [Account] {
+    public func accounts(after uid: String?, offset: Int, limit: Int) throws -> [Account] {
         try read { db in
             let bytewise = db.dialect.bytewise
-            let order = " ORDER BY uid\(bytewise) LIMIT \(max(0, limit))"
+            let order = " ORDER BY uid\(bytewise) LIMIT \(max(0, limit)) OFFSET \(max(0, offset))"
             guard let uid else { return try db.fetchAll("SELECT * FROM accounts" + order, []).map(Records.account) }
             return try db.fetchAll("SELECT * FROM accounts WHERE uid\(bytewise) > ?" + order, [uid]).map(Records.account)
         }
@@ -148,6 +148,12 @@ extension LedgerEngine {
                 }
                 guard conflicts[index] == nil else { continue }
                 if exists {
+                    // The replaced account's keys are free for the rest of the batch.
+                    if let old = try Self.account(db, uid: account.uid) {
+                        if let email = old.email?.lowercased(), addresses[email] == account.uid { addresses[email] = nil }
+                        if let phone = old.phoneNumber, phones[phone] == account.uid { phones[phone] = nil }
+                    }
+                    identities = identities.filter { $0.value != account.uid }
                     try Self.replace(db, account)
                 } else {
                     try db.keyChecked(constraint: nil) {

@@ -936,5 +936,10 @@ extension LedgerMigration {
                 "ALTER TABLE accounts ADD COLUMN custom_attributes TEXT", "ALTER TABLE accounts ADD COLUMN phone_number TEXT",
                 "CREATE UNIQUE INDEX accounts_phone_number ON accounts(phone_number) WHERE phone_number IS NOT NULL",
             ]),
+        // accounts:batchGet pages accounts in byte order of their uid: PostgreSQL needs an index in that collation
+        // (SQLite's primary key is already BINARY), or each page sorts the whole table.
+        LedgerMigration(
+            sqlite: nil,
+            postgres: Step("v24: accounts in uid byte order", #"CREATE INDEX accounts_uid_bytes ON accounts (uid COLLATE "C")"#)),
     ]
 }

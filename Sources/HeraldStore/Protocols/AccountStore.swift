@@ -78,8 +78,9 @@ public protocol AccountStore: Sendable {
     /// Accounts, oldest first.
     func accounts(limit: Int?) throws -> [Account]
 
-    /// Up to `limit` accounts ordered by uid (bytewise), from the first uid after `uid`: pages of `accounts:batchGet`.
-    func accounts(after uid: String?, limit: Int) throws -> [Account]
+    /// Up to `limit` accounts ordered by uid (bytewise), from the first uid after `uid`, `offset` of them skipped:
+    /// pages of `accounts:batchGet` and `accounts:query`.
+    func accounts(after uid: String?, offset: Int, limit: Int) throws -> [Account]
 
     /// How many accounts there are.
     func accountCount() throws -> Int
@@ -115,4 +116,6 @@ public protocol AccountStore: Sendable {
 
 extension AccountStore {
     public func accounts() throws -> [Account] { try accounts(limit: nil) }
+
+    public func accounts(after uid: String?, limit: Int) throws -> [Account] { try accounts(after: uid, offset: 0, limit: limit) }
 }
