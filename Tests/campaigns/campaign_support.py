@@ -69,11 +69,13 @@ def run(herald, *args, config: Path, check: bool = True, timeout: float = COMMAN
     return result
 
 
-def assert_cli_error(args: tuple, result: subprocess.CompletedProcess, *needles: str) -> str:
-    """The contract for refused input: exit 1 and one `error: …` line on stderr."""
+def assert_cli_error(args: tuple, result: subprocess.CompletedProcess, *needles: str, status: int = 1) -> str:
+    """The contract for refused input: one `error: …` line on stderr and the exit status of its kind (1 a failure,
+    3 not found, 64 bad input: docs/reference/cli.md)."""
     hint = unimplemented_hint(args, result)
     assert not hint, hint + f"\nstderr:\n{result.stderr}"
-    assert result.returncode == 1, f"expected exit 1, got {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == status, (
+        f"expected exit {status}, got {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return assert_one_error_line(result, *needles)
 
 

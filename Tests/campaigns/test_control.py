@@ -109,7 +109,7 @@ def test_an_unknown_campaign_id_is_an_error(herald, tmp_path, verb):
     campaign_from_csv(herald, config, tmp_path, "exists", ["someone@x.test"])
     args = ("campaign", verb, "9999")
     result = run(herald, *args, config=config, check=False, timeout=20)
-    assert_cli_error(args, result, "9999")
+    assert_cli_error(args, result, "9999", status=3)  # not found
 
 
 # --------------------------------------------------------------------------- watch

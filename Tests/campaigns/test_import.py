@@ -174,7 +174,7 @@ def test_refused_invocations_write_nothing(herald, tmp_path, db, case):
     }[case]
     args = ("campaign", "create", "refused", *options)
     result = run(herald, *args, config=config, check=False)
-    assert_cli_error(args, result, needle)
+    assert_cli_error(args, result, needle, status=64)  # bad input
     nothing_written(db)
     leftovers = sorted(p.name for p in tmp_path.glob("*.rejects.csv"))
     assert leftovers == [], f"a refused import wrote rejects files: {leftovers}"
@@ -334,7 +334,7 @@ def test_an_unbounded_or_broken_header_refuses_the_file(herald, tmp_path, db, ca
     recipients = write_recipients(tmp_path / "header.csv", header, ["one@x.test,gold"])
     args = ("campaign", "create", "header", "--action", "verify-email", "--recipients", str(recipients))
     result = run(herald, *args, config=config, check=False)
-    assert_cli_error(args, result, *needles)
+    assert_cli_error(args, result, *needles, status=64)  # bad input
     nothing_written(db)
     assert not list(tmp_path.glob("*.rejects.csv")), "a refused import wrote a rejects file"
 

@@ -22,8 +22,9 @@ def cli(srv, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def error_line(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 1, f"expected exit 1, got {result.returncode}\n{result.stdout}\n{result.stderr}"
+def error_line(result: subprocess.CompletedProcess, status: int = 1) -> str:
+    """The one `error: …` line of a refused command, which exits with `status` (3 not found; docs/reference/cli.md)."""
+    assert result.returncode == status, f"expected exit {status}, got {result.returncode}\n{result.stdout}\n{result.stderr}"
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0]
@@ -49,13 +50,13 @@ def test_unknown_address_is_refused_alike_by_cli_campaign_and_admin_api(server):
     nobody = unique_email("nobody")
     before = outbox_rows(srv)
 
-    assert "EMAIL_NOT_FOUND" in error_line(cli(srv, "send", "reset-password", nobody))
+    assert "EMAIL_NOT_FOUND" in error_line(cli(srv, "send", "reset-password", nobody), status=3)
     assert_error(srv.admin("accounts:sendOobCode", {"requestType": "PASSWORD_RESET", "email": nobody}), "EMAIL_NOT_FOUND")
     rejects = campaign_rejects(srv, "reset-password", [nobody], "resets")
     assert [(r["line"], r["reason"], r["content"]) for r in rejects] == [("2", "EMAIL_NOT_FOUND", nobody)], rejects
     assert outbox_rows(srv) == before, "a refused request must queue nothing"
 
-    assert "USER_NOT_FOUND" in error_line(cli(srv, "send", "verify-email", nobody, "--continue-url", CONTINUE))
+    assert "USER_NOT_FOUND" in error_line(cli(srv, "send", "verify-email", nobody, "--continue-url", CONTINUE), status=3)
     assert_error(srv.admin("accounts:sendOobCode", {"requestType": "VERIFY_EMAIL", "email": nobody}), "USER_NOT_FOUND")
     rejects = campaign_rejects(srv, "verify-email", [nobody], "verifies")
     assert [r["reason"] for r in rejects] == ["USER_NOT_FOUND"], rejects
@@ -94,7 +95,7 @@ def test_bulk_send_checks_every_line_before_queueing_any(server):
     srv.sign_up(ada, PASSWORD)
     recipients = srv.cwd / "bulk.txt"
     recipients.write_text(f"{ada}\n# comment\n{unique_email('ghost')}\n", encoding="utf-8")
-    line = error_line(cli(srv, "send", "reset-password", "--recipients", str(recipients)))
+    line = error_line(cli(srv, "send", "reset-password", "--recipients", str(recipients)), status=3)
     assert "EMAIL_NOT_FOUND" in line and f"{recipients}:3" in line, line
     assert outbox_rows(srv) == 0
 
