@@ -48,10 +48,10 @@ public enum AccountImporter {
 
     /// A JSON-lines row: one JSON object; null values (and arrays or objects) are left out.
     static func jsonFields(_ line: Substring) throws -> [String: String] {
-        guard let object = try? JSONDecoder().decode([String: JSONScalar].self, from: Data(line.utf8)) else {
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(line.utf8)) else {
             throw HeraldError(.argumentError, "not a JSON object")
         }
-        return object.compactMapValues(\.text)
+        return object.compactMapValues(\.scalarText)
     }
 
     static func user(from fields: [String: String]) throws -> ImportedUser {

@@ -108,27 +108,13 @@ extension AuditFormatter {
         ]
         switch format {
         case .jsonl:
-            let object = Dictionary(uniqueKeysWithValues: zip(eventColumns, values.map { $0.map(JSONValue.text) ?? .null }))
+            let object = Dictionary(uniqueKeysWithValues: zip(eventColumns, values.map { $0.map(JSONValue.string) ?? .null }))
             let data = (try? encoder.encode(object)) ?? Data()
             return String(decoding: data, as: UTF8.self)
         case .csv:
             return values.map { CSVLine.quote(inert($0 ?? "")) }.joined(separator: ",")
         case .table:
             return values.prefix(8).map { $0 ?? "-" }.joined(separator: "  ")
-        }
-    }
-
-    /// A JSON string or null.
-    enum JSONValue: Encodable {
-        case text(String)
-        case null
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .text(let text): try container.encode(text)
-            case .null: try container.encodeNil()
-            }
         }
     }
 }
