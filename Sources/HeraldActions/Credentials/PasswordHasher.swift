@@ -18,11 +18,15 @@ public enum PasswordHasher {
     /// Whether `password` matches `stored`: one of Herald's own hashes, or an imported one (`ImportedPasswordHash`).
     static func verify(_ password: String, against stored: String) -> Bool {
         if stored.hasPrefix(ImportedPasswordHash.storedPrefix) { return verifyImported(password, against: stored) }
+        guard let own = own(stored), let derived = try? derive(password, salt: own.salt, rounds: own.rounds) else { return false }
+        return Secret.equal(derived, own.hash)
+    }
+
+    /// The fields of one of Herald's own hashes; nil for anything else.
+    private static func own(_ stored: String) -> (rounds: Int, salt: String, hash: String)? {
         let parts = stored.split(separator: "$").map(String.init)
-        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let rounds = Int(parts[1]), rounds > 0,
-            let derived = try? derive(password, salt: parts[2], rounds: rounds)
-        else { return false }
-        return Secret.equal(derived, parts[3])
+        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let rounds = Int(parts[1]), rounds > 0 else { return nil }
+        return (rounds, parts[2], parts[3])
     }
 
     /// Does the work of one verification against a fixed hash, so a missing account answers as slowly as a wrong password.
@@ -68,10 +72,8 @@ public enum PasswordHasher {
     /// One of Herald's own hashes as an export writes it: the derived key and the salt's bytes in standard base64, for
     /// `PBKDF2_SHA256` at `rounds`. Nil for an imported hash, or one of Herald's at other rounds.
     static func exportable(_ stored: String) -> (hash: String, salt: String)? {
-        let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "pbkdf2-sha256", Int(parts[1]) == rounds, let key = Base64URL.decode(String(parts[3]))
-        else { return nil }
-        return (Data(key).base64EncodedString(), Data(parts[2].utf8).base64EncodedString())
+        guard let own = own(stored), own.rounds == rounds, let key = Base64URL.decode(own.hash) else { return nil }
+        return (Data(key).base64EncodedString(), Data(own.salt.utf8).base64EncodedString())
     }
 
     /// Whether `stored` is a password hash Herald can verify: one of its own at its rounds, or an imported one.

@@ -173,17 +173,7 @@ extension LedgerEngine {
     /// An import's overwrite: the account replaced whole, its identities with it (the import brings the new ones).
     static func replace(_ db: Session, _ account: Account) throws {
         try db.execute("DELETE FROM federated_identities WHERE uid = ?", [account.uid])
-        try db.keyChecked(constraint: nil) {
-            try db.execute(
-                """
-                UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
-                    display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
-                    valid_since = :valid_since, created_at = :created_at, last_login_at = :last_login_at,
-                    providers = :providers, photo_url = :photo_url, initial_email = :initial_email,
-                    custom_attributes = :custom_attributes, phone_number = :phone_number
-                WHERE uid = :uid
-                """, SQLArguments(named: Records.values(account)))
-        }
+        try db.keyChecked(constraint: nil) { try db.execute(updateStatement, SQLArguments(named: Records.values(account))) }
     }
 
     /// The values of `column` among `values` that a `SELECT column FROM … WHERE` finds, a thousand at a time.
@@ -256,21 +246,24 @@ extension LedgerEngine {
         """
     }
 
+    /// Every column of an account from its values (`Records.values`): a change, or an import's overwrite. An account
+    /// read and written back keeps its `created_at`; an overwrite brings its own.
+    static var updateStatement: String {
+        """
+        UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
+            display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
+            valid_since = :valid_since, created_at = :created_at, last_login_at = :last_login_at, providers = :providers,
+            photo_url = :photo_url, initial_email = :initial_email, custom_attributes = :custom_attributes,
+            phone_number = :phone_number
+        WHERE uid = :uid
+        """
+    }
+
     /// Replaces an existing account's fields; an unlink is recorded at `now`.
     /// - Throws: `EMAIL_EXISTS` if its email belongs to another account (`AccountKeyRules.keep`).
     static func update(_ db: Session, _ account: Account, now: Date = Date()) throws {
         try AccountKeyRules.keep(account, addressHolder: try account.email.flatMap { try Self.account(db, email: $0) })
-        try db.keyChecked(constraint: nil) {
-            try db.execute(
-                """
-                UPDATE accounts SET email = :email, email_verified = :email_verified, password_hash = :password_hash,
-                    display_name = :display_name, disabled = :disabled, email_link_signin = :email_link_signin,
-                    valid_since = :valid_since, last_login_at = :last_login_at, providers = :providers,
-                    photo_url = :photo_url, initial_email = :initial_email, custom_attributes = :custom_attributes,
-                    phone_number = :phone_number
-                WHERE uid = :uid
-                """, SQLArguments(named: Records.values(account)))
-        }
+        try db.keyChecked(constraint: nil) { try db.execute(updateStatement, SQLArguments(named: Records.values(account))) }
         // Identities follow the account's providers: one the account no longer lists (unlinked) goes, and the
         // audit records it ('idp-unlink', the provider's raw id as detail).
         let bytewise = db.dialect.bytewise
