@@ -529,3 +529,11 @@ def test_query_offsets_are_bounded_and_paged_in_the_ledger(shared):
     everyone = [user["localId"] for user in ok(srv.admin("accounts:query", {"limit": "500"}))["userInfo"]]
     second = ok(srv.admin("accounts:query", {"offset": "1", "limit": "2"}))["userInfo"]
     assert [user["localId"] for user in second] == everyone[1:3]
+
+
+def test_batch_get_answers_only_get_and_unknown_methods_are_not_found(shared):
+    srv = shared
+    wrong = srv.admin("accounts:batchGet", {})
+    assert wrong.status_code == 405 and wrong.headers["Allow"] == "GET, HEAD", (wrong.status_code, wrong.headers)
+    unknown = srv.admin("accounts:noSuchMethod", {})
+    assert unknown.status_code == 404 and unknown.json()["error"]["message"] == "NOT_FOUND", unknown.text

@@ -57,7 +57,7 @@ struct IdentityToolkitController: Sendable {
     }
 
     var routes: RouteCollection<HeraldRequestContext> {
-        collection(getOnly: ["accounts:batchGet"]) { routes in
+        collection { routes in
             for method in methods { routes.post(RouterPath(method.v1), use: method.handler) }
             routes.get("accounts:batchGet", use: respond(batchGet))
         }
@@ -71,17 +71,14 @@ struct IdentityToolkitController: Sendable {
     }
 
     /// The middleware every family shares, then the methods `add` registers.
-    private func collection(
-        getOnly: [String] = [], _ add: (RouteCollection<HeraldRequestContext>) -> Void
-    ) -> RouteCollection<HeraldRequestContext> {
+    private func collection(_ add: (RouteCollection<HeraldRequestContext>) -> Void) -> RouteCollection<HeraldRequestContext> {
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: FirebaseErrorMiddleware())
             .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
             .add(middleware: ProjectMiddleware(projectID: configuration.project.id))
-        // Unknown methods are not found whoever asks: registered before authentication.
-        routes.post("**") { _, _ -> Response in throw FirebaseError.notFound }
-        // A POST to a method that only reads (`accounts:batchGet`) is the wrong method, not an unknown one.
-        for path in getOnly { routes.post(RouterPath(path)) { _, _ -> Response in throw MethodNotAllowed(allowed: [.get, .head]) } }
+        // Unknown methods are not found whoever asks: registered before authentication. `UnroutedMiddleware` answers
+        // it, so a POST to a method served only by GET (`accounts:batchGet`) is a 405 naming GET.
+        routes.post("**") { _, _ -> Response in throw HTTPError(.notFound) }
         routes
             .add(middleware: BodyLimitMiddleware(maxBytes: configuration.server.maxBodyBytes))
             .add(

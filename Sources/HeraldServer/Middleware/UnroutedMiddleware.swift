@@ -33,13 +33,18 @@ final class KnownRoutes: Sendable {
     }
 
     /// The methods some route serves at `path`, HEAD beside every GET, in a stable order; empty for a path no
-    /// route matches.
+    /// route matches. A catch-all (`**`) counts only where no route names the path itself: it answers "not found",
+    /// so beside a path's own routes it is no method the path serves.
     func allowedMethods(path: String) -> [HTTPRequest.Method] {
         let segments = path.split(separator: "/")
-        var methods = Set<HTTPRequest.Method>()
+        var named = Set<HTTPRequest.Method>()
+        var caught = Set<HTTPRequest.Method>()
         table.withLock { table in
-            for route in table where Self.matches(route.path, segments) { methods.insert(route.method) }
+            for route in table where Self.matches(route.path, segments) {
+                if route.path.contains(.recursiveWildcard) { caught.insert(route.method) } else { named.insert(route.method) }
+            }
         }
+        var methods = named.isEmpty ? caught : named
         if methods.contains(.get) { methods.insert(.head) }
         return methods.sorted { $0.rawValue < $1.rawValue }
     }
