@@ -128,3 +128,27 @@ def test_a_rerun_of_a_csv_without_uids_skips_the_addresses_already_there(herald,
     again = herald("accounts", "import", str(users), config=config)
     assert "imported 1 account(s), rejected 0, skipped 2 already there" in again.stdout, again.stdout
     assert len(json.loads(herald("accounts", "list", "--json", config=config).stdout)) == 3
+
+
+def test_firebase_auth_import_options_describe_the_hashes(herald, tmp_path):
+    import base64
+    import hashlib
+    import hmac
+
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    key, salt = b"project-hash-key", b"salt-1"
+    digest = hmac.new(key, b"password-1" + salt, hashlib.sha256).digest()
+    export = tmp_path / "users.json"
+    export.write_text(json.dumps({"users": [{"localId": "h1", "email": "h1@example.com",
+                                             "passwordHash": base64.b64encode(digest).decode(),
+                                             "salt": base64.b64encode(salt).decode()}]}), encoding="utf-8")
+    result = herald("accounts", "import", str(export), "--hash-algo", "HMAC_SHA256",
+                    "--hash-key", base64.b64encode(key).decode(), "--hash-input-order", "PASSWORD_FIRST", config=config)
+    assert "imported 1 account(s)" in result.stdout, result.stdout
+    with sqlite3.connect(tmp_path / "herald.sqlite") as db:
+        [(stored,)] = db.execute("SELECT password_hash FROM accounts WHERE uid = 'h1'").fetchall()
+    assert stored.startswith("firebase-hmac-sha256$PASSWORD_AND_SALT$"), stored
+
+    refused = herald("accounts", "import", str(export), "--hash-algo", "HMAC_SHA256", "--hash-input-order", "SIDEWAYS",
+                     config=config, check=False)
+    assert refused.returncode != 0 and "--hash-input-order must be SALT_FIRST or PASSWORD_FIRST" in refused.stderr

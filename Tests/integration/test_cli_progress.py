@@ -1,5 +1,5 @@
-"""Long work is not silent: `herald worker` shows sent, deferred, failed, rate and ETA as a line rewritten on a
-terminal, and logs a one-line summary every 10 seconds when its standard error is not one.
+"""Long work is not silent: `herald worker` and `herald accounts import` show their counts, rate and ETA as a line rewritten on a
+terminal, and a line every 10 seconds when their standard error is not one.
 """
 
 from __future__ import annotations
@@ -47,3 +47,42 @@ def test_worker_draws_a_progress_line_on_a_terminal(herald, herald_bin, start_ca
     os.close(primary)
     text = output.decode("utf-8", "replace")
     assert "\r\x1b[2Ksent " in text and "msg/s" in text and "ETA" in text, text
+
+
+def _plaintext_users(tmp_path, count: int):
+    users = tmp_path / "users.csv"
+    users.write_text("email,password\n" + "".join(f"p{n}@example.com,secret-{n:04d}\n" for n in range(count)),
+                     encoding="utf-8")
+    return users
+
+
+def test_an_import_draws_rows_rate_and_eta_on_a_terminal(herald_bin, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    users = _plaintext_users(tmp_path, 130)  # three batches of plaintext passwords (64 each)
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([str(herald_bin), "accounts", "import", str(users), "--config", str(config)],
+                            cwd=tmp_path, env=herald_env(None), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=secondary)
+    os.close(secondary)
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(primary)
+    text = output.decode("utf-8", "replace")
+    assert "\r\x1b[2K64/130 users, " in text and "/s, ETA " in text, text
+
+
+def test_an_import_off_a_terminal_prints_progress_lines_and_a_summary(herald, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    result = herald("accounts", "import", str(_plaintext_users(tmp_path, 10)), config=config, timeout=120)
+    assert "\x1b" not in result.stderr, result.stderr
+    assert "0/10 users, " in result.stderr, result.stderr  # the first line comes at once, then one every 10 s
+    assert "imported 10 account(s), rejected 0, skipped 0 already there, in " in result.stdout, result.stdout
