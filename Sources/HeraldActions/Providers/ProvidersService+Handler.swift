@@ -9,6 +9,8 @@ public enum HandlerAnswer: Sendable {
     case redirect(String, cookie: String?)
     /// Emulator mode: the page where the developer picks one of the provider's accounts or makes one up.
     case chooser(ProviderChooser)
+    /// A web flow's end: the page that gives the JS SDK its event (`WebDelivery`); `cookie` as for `redirect`.
+    case deliver(WebDelivery, cookie: String?)
 }
 
 /// Emulator mode's stand-in for the provider's approval page, as Firebase's emulator shows it.
@@ -56,12 +58,12 @@ extension ProvidersService {
         if let state = query["state"], query["code"] != nil || query["error"] != nil {
             return try await oidcReturn(state: state, query: query, cookie: cookie, now: now)
         }
-        let start = try HandlerStart(query: query, apiKey: apiKey)
+        let start = try HandlerStart(query: query, apiKey: apiKey, authorizedDomains: authorizedDomains)
         if emulatorMode {
             return try await emulatorHandler(start, query: query, handlerURL: handlerURL)
         }
         let flow = start.flow
-        guard providers.appCallbacks.contains(flow.app.callbackName) else {
+        guard flow.app.isWeb || providers.appCallbacks.contains(flow.app.callbackName) else {
             throw HeraldError(
                 .invalidArgument,
                 "the app '\(flow.app.callbackName)' may not receive sign-ins: add it to providers.appCallbacks")
@@ -103,7 +105,7 @@ extension ProvidersService {
                 .operationNotAllowed, "sign-in with \(flow.providerId) through the handler is not enabled (providers: in the config)")
         } catch let error as HeraldError {
             logger.warning("sign-in handler: \(flow.providerId) refused: \(error.code)")
-            return .redirect(flow.returning(error: error, origin: origin), cookie: nil)
+            return flow.answer(error: error, origin: origin, cookie: nil, apiKey: apiKey)
         }
     }
 
@@ -167,11 +169,11 @@ extension ProvidersService {
             let approved = try await exchange()
             let sealed = try handlerSeal.seal(approved, purpose: Self.assertionPurpose)
             let link = Self.link(pending.callback, [("providerId", flow.providerId), (IdpAssertion.sealedField, sealed)])
-            return .redirect(flow.returning(link: link, origin: origin), cookie: "")
+            return flow.answer(link: link, origin: origin, cookie: "", apiKey: apiKey)
         } catch {
             let failure = error as? HeraldError ?? HeraldError(.unavailable, "the sign-in could not be completed")
             logger.warning("sign-in handler: \(flow.providerId) did not complete: \(failure.code)")
-            return .redirect(flow.returning(error: failure, origin: origin), cookie: "")
+            return flow.answer(error: failure, origin: origin, cookie: "", apiKey: apiKey)
         }
     }
 
@@ -190,7 +192,7 @@ extension ProvidersService {
         }
         let json = try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
         let link = Self.link(handlerURL, [("providerId", start.providerId), ("id_token", String(decoding: json, as: UTF8.self))])
-        return .redirect(start.flow.returning(link: link, origin: Self.origin(of: handlerURL)), cookie: nil)
+        return start.flow.answer(link: link, origin: Self.origin(of: handlerURL), cookie: nil, apiKey: apiKey)
     }
 
     /// `verifyAssertion` with a link from the handler: the credential it sealed, if `sessionId` is the app's.
@@ -212,6 +214,17 @@ extension ProvidersService {
         return IdpAssertion(
             providerId: approved.providerId, idToken: approved.idToken, accessToken: approved.accessToken,
             oauthTokenSecret: approved.tokenSecret, nonce: approved.nonce)
+    }
+
+    /// Marks a handler assertion used: each is good for one `verifyAssertion`, so a link or event seen by
+    /// anyone else (a log, a shared screen, a browser extension) cannot sign in again.
+    ///
+    /// - Throws: `INVALID_IDP_RESPONSE` when it was used before.
+    func spendHandlerAssertion(_ assertion: IdpAssertion, now: Date) throws {
+        guard let sealed = assertion.sealed else { return }
+        guard spentAssertions.spend(Hex.sha256(sealed), until: now.addingTimeInterval(Self.assertionLifetime), now: now) else {
+            throw HeraldError(.invalidIDPResponse, "this sign-in's answer was already used: sign in again")
+        }
     }
 
     private func pendingApproval(_ cookie: String?, now: Date) throws -> PendingApproval {
@@ -244,14 +257,17 @@ extension AppReturn {
     /// The app's error, as the SDKs know it: `auth/network-request-failed` when the provider could not be
     /// reached, `auth/web-context-cancelled` when the user said no, otherwise `auth/internal-error` with detail.
     func url(authType: String, eventId: String, origin: String, error: HeraldError) -> String {
-        let code: String
+        url(authType: authType, eventId: eventId, origin: origin, errorCode: Self.sdkCode(of: error), message: "\(error.code) : \(error.detail)")
+    }
+
+    /// The SDKs' name for a handler error.
+    static func sdkCode(of error: HeraldError) -> String {
         switch error.code {
-        case .unavailable: code = "auth/network-request-failed"
-        case .webContextCancelled: code = "auth/web-context-cancelled"
-        case .operationNotAllowed: code = "auth/operation-not-allowed"
-        case .tooManyAttempts: code = "auth/too-many-requests"
-        default: code = "auth/internal-error"
+        case .unavailable: "auth/network-request-failed"
+        case .webContextCancelled: "auth/web-context-cancelled"
+        case .operationNotAllowed: "auth/operation-not-allowed"
+        case .tooManyAttempts: "auth/too-many-requests"
+        default: "auth/internal-error"
         }
-        return url(authType: authType, eventId: eventId, origin: origin, errorCode: code, message: "\(error.code) : \(error.detail)")
     }
 }

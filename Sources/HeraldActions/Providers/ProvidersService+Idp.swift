@@ -65,6 +65,7 @@ extension ProvidersService {
         do {
             assertion = try openHandlerAssertion(received, sessionId: request.sessionId, now: now)
             (identity, profile, trusted) = try await verify(assertion)
+            try spendHandlerAssertion(received, now: now)
         } catch let error as HeraldError where [.invalidIDPResponse, .missingOrInvalidNonce, .unavailable].contains(error.code) {
             // A provider whose keys cannot be fetched counts too: each such sign-in may have cost a fetch.
             if let ip = request.visitor.ip { _ = clientFailures.take(ip, now: now) }

@@ -19,6 +19,8 @@ public final class ProvidersService: Sendable, AccountOwnership {
     let emulatorMode: Bool
     /// `server.enumerationProtection`: an unvouched address claims no account (`signInWithIdp`).
     let enumerationProtection: Bool
+    /// `links.authorizedDomains`: the pages the handler hands a web sign-in to.
+    let authorizedDomains: [String]
     /// The configured providers (`providers:`).
     let providers: HeraldConfiguration.Providers
     let sessions: SessionsService
@@ -31,6 +33,8 @@ public final class ProvidersService: Sendable, AccountOwnership {
     let jwks = JWKSCache()
     /// Seals the hosted sign-in handler's state and assertions.
     let handlerSeal: FlowSeal
+    /// The handler assertions `verifyAssertion` already took.
+    let spentAssertions = SpentAssertions()
     let logger: Logger
 
     init(_ parts: ServiceParts, handlerSeal: FlowSeal) {
@@ -40,6 +44,7 @@ public final class ProvidersService: Sendable, AccountOwnership {
         emulatorMode = parts.configuration.server.emulatorMode
         enumerationProtection = parts.configuration.server.enumerationProtection
         providers = parts.configuration.providers
+        authorizedDomains = parts.configuration.links.authorizedDomains
         sessions = parts.sessions
         refusals = parts.refusals
         sendLimiter = parts.limiters.send

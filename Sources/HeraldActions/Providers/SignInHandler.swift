@@ -2,10 +2,12 @@ import Crypto
 import Foundation
 import HeraldCore
 
-/// The hosted sign-in handler's request, as the Apple and Android SDKs open it (`OAuthProvider.getCredentialWith`,
-/// `signInWithProvider`): `GET /__/auth/handler` (or `/emulator/auth/handler` under `useEmulator`) with
-/// `apiKey`, `providerId`, `authType`, `eventId`, `sessionId`, the app (`ibi` with `clientId` or `appId`; `apn`),
-/// and optionally `scopes`, `customParameters` (JSON) and `hl`.
+/// The hosted sign-in handler's request: `GET /__/auth/handler` (or `/emulator/auth/handler` under
+/// `useEmulator` / `connectAuthEmulator`) with `apiKey`, `providerId`, `authType`, `eventId`, optionally `scopes`,
+/// `customParameters` (JSON) and `hl`, and the app to return to:
+/// - the Apple and Android SDKs (`OAuthProvider.getCredentialWith`, `signInWithProvider`): `sessionId` and
+///   `ibi` with `clientId` or `appId`, or `apn`;
+/// - the JS SDK (`signInWithPopup`, `signInWithRedirect`, `linkWithPopup`, …): `appName`, `redirectUrl` and `tid`.
 public struct HandlerStart: Sendable, Hashable {
     /// What the handler keeps until the browser returns from the provider.
     public var flow: HandlerFlow
@@ -23,7 +25,8 @@ public struct HandlerStart: Sendable, Hashable {
 
     /// - Throws: `INVALID_ARGUMENT` naming what is missing or malformed (the handler shows it on a page: with
     ///   no app to return to, there is nowhere else to say it).
-    public init(query: [String: String], apiKey: String) throws {
+    /// - Parameter authorizedDomains: `links.authorizedDomains`, which a web page's host must be in.
+    public init(query: [String: String], apiKey: String, authorizedDomains: [String] = []) throws {
         guard let key = query["apiKey"], Secret.equal(key, apiKey) else {
             throw HeraldError(.invalidArgument, "API key not valid. Please pass a valid API key.")
         }
@@ -33,13 +36,20 @@ public struct HandlerStart: Sendable, Hashable {
         else {
             throw HeraldError(.invalidArgument, "the sign-in handler needs a providerId such as twitter.com or oidc.example")
         }
-        guard let session = query["sessionId"], !session.isEmpty, session.utf8.count <= 256 else {
-            throw HeraldError(.invalidArgument, "the sign-in handler needs the app's sessionId")
+        let app = try AppReturn(query: query, authorizedDomains: authorizedDomains)
+        let session: HandlerSession
+        if case .web = app {
+            // The JS SDK sends none: the handler makes one, which the page receives with the event.
+            session = HandlerSession(sent: ActionCode.generate().plaintext, hashed: false)
+        } else {
+            guard let sent = query["sessionId"], !sent.isEmpty, sent.utf8.count <= 256 else {
+                throw HeraldError(.invalidArgument, "the sign-in handler needs the app's sessionId")
+            }
+            session = HandlerSession(app: app, sent: sent)
         }
-        let app = try AppReturn(query: query)
         flow = HandlerFlow(
             providerId: provider, authType: String((query["authType"] ?? "signInWithRedirect").prefix(64)),
-            eventId: String((query["eventId"] ?? "").prefix(128)), session: HandlerSession(app: app, sent: session), app: app)
+            eventId: String((query["eventId"] ?? "").prefix(128)), session: session, app: app)
         var custom: [String: String] = [:]
         if let json = query["customParameters"], !json.isEmpty {
             guard json.utf8.count <= 2048, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
@@ -87,7 +97,7 @@ public struct HandlerSession: Sendable, Hashable, Codable {
     init(app: AppReturn, sent: String) {
         switch app {
         case .apple: self.init(sent: sent.lowercased(), hashed: true)
-        case .android: self.init(sent: sent, hashed: false)
+        case .android, .web: self.init(sent: sent, hashed: false)
         }
     }
 
@@ -111,8 +121,10 @@ public enum AppReturn: Sendable, Hashable, Codable {
     case apple(scheme: String, host: String)
     /// `intent://firebase.auth/#Intent;scheme=genericidp;package=<apn>;…;end;`.
     case android(package: String)
+    /// A web page: the JS SDK's popup and redirect flows, answered with an event page (`HandlerFlow.answer`).
+    case web(WebReturn)
 
-    init(query: [String: String]) throws {
+    init(query: [String: String], authorizedDomains: [String]) throws {
         if let bundle = query["ibi"], !bundle.isEmpty {
             let scheme: String
             let host: String
@@ -138,19 +150,23 @@ public enum AppReturn: Sendable, Hashable, Codable {
                 throw HeraldError(.invalidArgument, "'\(package)' is not an Android package name")
             }
             self = .android(package: package)
+        } else if query["appName"] != nil || query["redirectUrl"] != nil {
+            self = .web(try WebReturn(query: query, authorizedDomains: authorizedDomains))
         } else {
             throw HeraldError(
                 .invalidArgument,
-                "the sign-in handler serves the Apple (ibi) and Android (apn) SDKs; web apps sign in with the provider's own SDK and signInWithCredential"
+                "the sign-in handler needs the app to return to: the JS SDK's appName and redirectUrl, the Apple SDK's ibi or the Android SDK's apn"
             )
         }
     }
 
-    /// The name `providers.appCallbacks` lists to allow this app: its URL scheme, or its Android package.
+    /// The name `providers.appCallbacks` lists to allow this app: its URL scheme, or its Android package (a web
+    /// page's origin, whose host `links.authorizedDomains` allows instead).
     public var callbackName: String {
         switch self {
         case .apple(let scheme, _): scheme
         case .android(let package): package
+        case .web(let page): page.origin
         }
     }
 
@@ -179,6 +195,9 @@ public enum AppReturn: Sendable, Hashable, Codable {
             var intent = "intent://firebase.auth/#Intent;scheme=genericidp;package=\(package);S.authType=\(enc(authType));"
             if !eventId.isEmpty { intent += "S.eventId=\(enc(eventId));" }
             return intent + "S.\(field.0)=\(enc(field.1));B.encryptionEnabled=false;end;"
+        case .web(let page):
+            // Not reached: a web page receives an event page instead (`HandlerFlow.answer`).
+            return page.redirectURL
         }
     }
 }

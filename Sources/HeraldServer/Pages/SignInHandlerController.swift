@@ -4,9 +4,11 @@ import HeraldCore
 import Hummingbird
 import Mustache
 
-/// The hosted sign-in handler the Apple and Android SDKs open for a provider's web flow (`OAuthProvider`):
-/// `/__/auth/handler`, and `/emulator/auth/handler` where `useEmulator` sends them. The rules live in
-/// `ProvidersService.signInHandler`; this turns its answers into redirects, the pending flow's cookie and pages.
+/// The hosted sign-in handler the SDKs open for a provider's web flow (the JS SDK's popup and redirect, the Apple and
+/// Android SDKs' `OAuthProvider`): `/__/auth/handler`, and `/emulator/auth/handler` where `connectAuthEmulator` and
+/// `useEmulator` send them. Beside it, the JS SDK's helper iframe (`iframe`) and the scripts of both
+/// (`herald-event.js`, `herald-iframe.js`, `herald-gapi.js`). The rules live in `ProvidersService.signInHandler`;
+/// this turns its answers into redirects, the pending flow's cookie and pages.
 struct SignInHandlerController: Sendable {
     let configuration: HeraldConfiguration
     let providers: ProvidersService
@@ -14,6 +16,7 @@ struct SignInHandlerController: Sendable {
     let chooser: MustacheTemplate
 
     static let paths = ["__/auth/handler", "emulator/auth/handler"]
+    static let directories = ["__/auth", "emulator/auth"]
     /// The sealed pending flow (HttpOnly, SameSite=Lax: the provider's redirect back is a top-level GET).
     static let cookieName = "herald_sign_in"
 
@@ -28,6 +31,13 @@ struct SignInHandlerController: Sendable {
         let routes = RouteCollection(context: HeraldRequestContext.self)
             .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.limits.trustedProxies))
         for path in Self.paths { routes.get(RouterPath(path), use: handle) }
+        let iframe = iframePage
+        for directory in Self.directories {
+            routes.get(RouterPath("\(directory)/iframe")) { _, _ in iframe.response() }
+            for (name, script) in Self.scripts {
+                routes.get(RouterPath("\(directory)/\(name)")) { _, _ in Self.javaScript(script) }
+            }
+        }
         return routes
     }
 
@@ -47,6 +57,10 @@ struct SignInHandlerController: Sendable {
                 return Response(status: .found, headers: headers)
             case .chooser(let model):
                 return PageRenderer.response(html: chooser.render(ChooserModel(model, action: request.uri.path)))
+            case .deliver(let delivery, let cookie):
+                var response = Self.eventPage(delivery)
+                if let cookie { response.headers[.setCookie] = Self.cookie(cookie, handlerURL: handlerURL) }
+                return response
             }
         } catch let error as HeraldError where error.code == .unavailable {
             return pages.page(.error, language, "unavailable", .serviceUnavailable)
@@ -55,6 +69,74 @@ struct SignInHandlerController: Sendable {
         } catch {
             context.logger.error("sign-in handler failed", metadata: ["error": "\(type(of: error))"])
             return pages.page(.error, language, "unavailable", .internalServerError)
+        }
+    }
+
+    static let scripts = [
+        ("herald-event.js", WebSignInScripts.event), ("herald-iframe.js", WebSignInScripts.iframe), ("herald-gapi.js", WebSignInScripts.gapi),
+    ]
+
+    static func javaScript(_ source: String) -> Response {
+        let headers: HTTPFields = [
+            .contentType: "text/javascript; charset=utf-8", .cacheControl: "public, max-age=300", .init("X-Content-Type-Options")!: "nosniff",
+        ]
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: source)))
+    }
+
+    /// The web flow's last page: its script gives the SDK `delivery`'s event. Framed by no one, read by no referrer.
+    static func eventPage(_ delivery: WebDelivery) -> Response {
+        let html = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head><meta charset="utf-8"><meta name="robots" content="noindex"><title>Signing in</title></head>
+            <body>
+            <p id="status">Returning to the app…</p>
+            <script type="application/json" id="herald-auth-event">\(delivery.pageJSON)</script>
+            <script src="herald-event.js"></script>
+            </body>
+            </html>
+            """
+        let headers: HTTPFields = [
+            .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .init("Referrer-Policy")!: "no-referrer",
+            .init("X-Frame-Options")!: "DENY",
+            .contentSecurityPolicy: "default-src 'none'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ]
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// The JS SDK's helper iframe. Only pages of the authorized domains may frame it (`frame-ancestors`), and its
+    /// script speaks only to such a parent.
+    private var iframePage: StaticPage {
+        var hosts = configuration.links.authorizedDomains.map { $0.lowercased() }
+        if hosts.contains("localhost") { hosts += ["127.0.0.1", "[::1]"] }
+        let config =
+            (try? JSONSerialization.data(withJSONObject: ["hosts": hosts], options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map { String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c") } ?? "{}"
+        // CSP cannot name an IPv6 host: [::1] is left to the script's own check.
+        let ancestors = hosts.filter { !$0.hasPrefix("[") }.flatMap { ["http://\($0):*", "https://\($0):*"] }
+        let html = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head><meta charset="utf-8"><title>Herald sign-in helper</title>
+            <script type="application/json" id="herald-iframe">\(config)</script>
+            <script src="herald-iframe.js"></script>
+            </head>
+            <body></body>
+            </html>
+            """
+        let headers: HTTPFields = [
+            .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+            .contentSecurityPolicy: "object-src 'none'; base-uri 'none'; frame-ancestors 'self' \(ancestors.joined(separator: " "))",
+        ]
+        return StaticPage(headers: headers, body: html)
+    }
+
+    struct StaticPage: Sendable {
+        let headers: HTTPFields
+        let body: String
+
+        func response() -> Response {
+            Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
         }
     }
 
