@@ -91,21 +91,19 @@ extension IdpAssertion {
     ///
     /// - Throws: `INVALID_IDP_RESPONSE` with the emulator's detail when the claims cannot be read or lack `sub`.
     public func emulatorIdentity() throws -> (identity: FederatedIdentity, profile: IdpProfile) {
-        guard let text = idToken ?? accessToken, let data = Self.claimsJSON(text),
-            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else {
+        guard let text = idToken ?? accessToken, let data = Self.claimsJSON(text), let claims = ProviderClaims(json: data) else {
             throw HeraldError(.invalidIDPResponse, "Unable to parse id_token: it must be a JSON object or a JWT ((strict JSON.))")
         }
-        guard let sub = claims["sub"] else {
+        guard claims.hasSub else {
             throw HeraldError(.invalidIDPResponse, "Invalid Idp Response: id_token missing required fields. ((Missing \"sub\" field.))")
         }
-        guard let rawId = sub as? String, !rawId.isEmpty else {
+        guard let rawId = claims.sub, !rawId.isEmpty else {
             throw HeraldError(.invalidIDPResponse, "((The \"sub\" field must be a string.))")
         }
         let identity = FederatedIdentity(
-            providerId: providerId.lowercased(), rawId: rawId, email: (claims["email"] as? String)?.lowercased(),
-            emailVerified: Self.truthy(claims["email_verified"]), displayName: claims["name"] as? String,
-            photoURL: claims["picture"] as? String, screenName: claims["screen_name"] as? String)
+            providerId: providerId.lowercased(), rawId: rawId, email: claims.email?.lowercased(),
+            emailVerified: claims.emailVerified?.truthy ?? false, displayName: claims.name, photoURL: claims.picture,
+            screenName: claims.screenName)
         return (identity, IdpProfile(claims: claims, json: data, of: identity, locale: "en"))
     }
 
@@ -116,16 +114,5 @@ extension IdpAssertion {
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         return Base64URL.decode(parts[1])
-    }
-
-    /// JavaScript's `!!value`: the string "false" is true, as in the emulator.
-    static func truthy(_ value: Any?) -> Bool {
-        switch value {
-        case nil, is NSNull: false
-        case let flag as Bool: flag
-        case let number as NSNumber: number.doubleValue != 0 && !number.doubleValue.isNaN
-        case let text as String: !text.isEmpty
-        default: true
-        }
     }
 }

@@ -17,26 +17,24 @@ public struct IdpProfile: Sendable, Hashable {
 
     /// From an ID token's claims (`json` is their text), as Firebase answers: for `google.com` the shape of Google's
     /// userinfo (`id`, `email`, `verified_email`, `name`, `given_name`, `family_name`, `picture`, `locale`,
-    /// `granted_scopes`), for any other provider the claims themselves.
+    /// `granted_scopes`), for any other provider the claims themselves, every one the provider sent.
     ///
     /// - Parameter locale: the locale to report when the claims carry none (the emulator answers `en`).
-    init(claims: [String: Any], json: Data, of identity: FederatedIdentity, locale: String? = nil) {
+    init(claims: ProviderClaims, json: Data, of identity: FederatedIdentity, locale: String? = nil) {
         guard identity.providerId == "google.com" else {
             self.init(rawUserInfo: String(decoding: json, as: UTF8.self))
             return
         }
-        let givenName = claims["given_name"] as? String
-        let familyName = claims["family_name"] as? String
         var scopes = ["openid", "https://www.googleapis.com/auth/userinfo.profile"]
         if identity.email != nil { scopes.append("https://www.googleapis.com/auth/userinfo.email") }
         let userInfo = GoogleUserInfo(
-            grantedScopes: scopes.joined(separator: " "), id: identity.rawId, name: identity.displayName, givenName: givenName,
-            familyName: familyName, verifiedEmail: identity.emailVerified, locale: claims["locale"] as? String ?? locale,
+            grantedScopes: scopes.joined(separator: " "), id: identity.rawId, name: identity.displayName, givenName: claims.givenName,
+            familyName: claims.familyName, verifiedEmail: identity.emailVerified, locale: claims.locale ?? locale,
             email: identity.email, picture: identity.photoURL)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let text = (try? encoder.encode(userInfo)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        self.init(rawUserInfo: text, firstName: givenName, lastName: familyName)
+        self.init(rawUserInfo: text, firstName: claims.givenName, lastName: claims.familyName)
     }
 
     /// Google's userinfo answer, as Firebase passes it on.

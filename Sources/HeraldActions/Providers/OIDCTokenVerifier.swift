@@ -63,7 +63,7 @@ public struct OIDCTokenVerifier: Sendable {
         let iat: IssuedAtClaim?
         let nonce: String?
         let email: String?
-        let emailVerified: FlexibleBool?
+        let emailVerified: EmailVerifiedClaim?
         let name: String?
         let picture: String?
 
@@ -73,24 +73,5 @@ public struct OIDCTokenVerifier: Sendable {
         }
 
         func verify(using algorithm: some JWTAlgorithm) async throws {}
-    }
-
-    /// `email_verified` as a boolean, or as the string `"true"` (Apple).
-    struct FlexibleBool: Codable, Sendable {
-        let value: Bool
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let flag = try? container.decode(Bool.self) {
-                value = flag
-            } else {
-                value = (try? container.decode(String.self))?.lowercased() == "true"
-            }
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        }
     }
 }

@@ -150,13 +150,9 @@ extension ProvidersService {
             }
             try answer.requireOK(
                 unavailable: "\(provider.id)'s token endpoint could not answer", refused: "\(provider.id)'s token endpoint refused the code")
-            guard let tokens = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
-                let idToken = tokens["id_token"] as? String, !idToken.isEmpty
-            else {
-                throw HeraldError(.invalidIDPResponse, "\(provider.id)'s token endpoint refused the code (HTTP \(answer.status))")
-            }
+            let (idToken, accessToken) = try OIDCTokenAnswer.tokens(in: answer.body, status: answer.status, of: provider.id)
             return ApprovedAssertion(
-                providerId: provider.id, session: pending.flow.session, idToken: idToken, accessToken: tokens["access_token"] as? String,
+                providerId: provider.id, session: pending.flow.session, idToken: idToken, accessToken: accessToken,
                 nonce: pending.nonce, expires: now.addingTimeInterval(Self.assertionLifetime))
         }
     }

@@ -122,7 +122,7 @@ extension ProvidersService {
                 identity = try await verifier.verify(token, keys: try await jwks.keys(for: provider, refresh: true), nonce: assertion.nonce)
             }
             let json = IdpAssertion.claimsJSON(token) ?? Data("{}".utf8)
-            let claims = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] ?? [:]
+            let claims = ProviderClaims(json: json) ?? ProviderClaims()
             return (identity, IdpProfile(claims: claims, json: json, of: identity), provider.trusted)
         }
         if assertion.providerId == "twitter.com", let twitter = providers.twitter {

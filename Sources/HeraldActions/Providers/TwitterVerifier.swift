@@ -70,17 +70,21 @@ struct TwitterVerifier: Sendable {
         let header = authorization("GET", url, query: query, token: token, secret: secret)
         let answer = try client.get(url + "?" + PercentEncoding.query(query), headers: ["Authorization: \(header)"])
         try answer.requireOK(unavailable: "Twitter could not check the credentials", refused: "Twitter refused the credentials")
-        guard let user = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
-            let id = user["id_str"] as? String, !id.isEmpty
-        else {
+        return (try Self.identity(answer.body), String(decoding: answer.body, as: UTF8.self))
+    }
+
+    /// The user in `verify_credentials`'s answer.
+    ///
+    /// - Throws: `INVALID_IDP_RESPONSE` when the answer is not a JSON object with a non-empty string `id_str`.
+    static func identity(_ answer: Data) throws -> FederatedIdentity {
+        guard let user = TwitterUser(json: answer), let id = user.id, !id.isEmpty else {
             throw HeraldError(.invalidIDPResponse, "Twitter's answer names no user")
         }
-        let email = (user["email"] as? String).flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        let email = user.email.flatMap { $0.isEmpty ? nil : $0.lowercased() }
         // Twitter only returns addresses its users have confirmed.
-        let identity = FederatedIdentity(
-            providerId: "twitter.com", rawId: id, email: email, emailVerified: email != nil, displayName: user["name"] as? String,
-            photoURL: user["profile_image_url_https"] as? String, screenName: user["screen_name"] as? String)
-        return (identity, String(decoding: answer.body, as: UTF8.self))
+        return FederatedIdentity(
+            providerId: "twitter.com", rawId: id, email: email, emailVerified: email != nil, displayName: user.name,
+            photoURL: user.profileImageURL, screenName: user.screenName)
     }
 }
 
