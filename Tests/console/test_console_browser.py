@@ -114,18 +114,20 @@ def test_a_campaign_is_paused_resumed_and_cancelled_from_the_campaigns_page(cons
     campaign = ledger.campaign("browsercamp", 3)
     row = f"tr#campaign-{campaign.id}"
     nav_to(console, "nav-campaigns", "table#campaigns")
-    assert console.find_element(By.CSS_SELECTOR, f"{row} td.state").text == "active"
-    assert console.find_element(By.CSS_SELECTOR, f"{row} td.progress").text == "0/3 sent"
+    # It starts in an hour: scheduled, with its start.
+    assert console.find_element(By.CSS_SELECTOR, f"{row} td.state").text == "scheduled"
+    assert console.find_element(By.CSS_SELECTOR, f"{row} td.progress").text.startswith("0/3 sent starts ")
     assert console.find_element(By.CSS_SELECTOR, f"{row} a.report").get_attribute("href") \
         .endswith(f"/admin/campaigns/{campaign.id}")
     assert_rendered(console, shot(console, tmp_path, "campaigns"))
 
+    shown_state = {"active": "scheduled", "paused": "paused", "cancelled": "cancelled"}
     for verb, state in (("pause", "paused"), ("resume", "active"), ("cancel", "cancelled")):
         css(console, f"{row} button.{verb}").click()
         if verb == "cancel":  # asked first: the confirm page's button does it
             css(console, "form#confirm-cancel button", "the cancel confirmation").click()
         wait(console, lambda d: d.find_element(By.CSS_SELECTOR, "p#notice").is_displayed()
-             and d.find_element(By.CSS_SELECTOR, f"{row} td.state").text == state, f"{state} and a notice")
+             and d.find_element(By.CSS_SELECTOR, f"{row} td.state").text == shown_state[state], f"{state} and a notice")
         assert path_of(console) == "/admin/campaigns"
         assert ledger.campaign_state(campaign.id) == state, f"after {verb}"
     assert not console.find_elements(By.CSS_SELECTOR, f"{row} button"), "a cancelled campaign offers no action"

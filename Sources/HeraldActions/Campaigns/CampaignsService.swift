@@ -142,14 +142,15 @@ extension CampaignsService {
         return refusals
     }
 
-    /// Every campaign with its row counts per state.
-    public func campaigns() throws -> [(campaign: Campaign, counts: [OutboxState: Int])] {
-        try store.campaigns().map { campaign in (campaign, try store.counts(campaign: campaign.id)) }
+    /// Every campaign with its progress, newest first: what the console, the CLI and the admin API show.
+    public func campaigns(now: Date = Date()) throws -> [CampaignProgress] {
+        try store.campaigns().map { campaign in CampaignProgress(campaign, counts: try store.counts(campaign: campaign.id), now: now) }
+            .sorted { $0.campaign.id > $1.campaign.id }
     }
 
     /// - Throws: `NOT_FOUND`.
-    public func campaign(id: Int64) throws -> (campaign: Campaign, counts: [OutboxState: Int]) {
-        (try store.campaign(id: id), try store.counts(campaign: id))
+    public func campaign(id: Int64, now: Date = Date()) throws -> CampaignProgress {
+        CampaignProgress(try store.campaign(id: id), counts: try store.counts(campaign: id), now: now)
     }
 
     public func pauseCampaign(id: Int64) throws { try store.pause(campaign: id, now: Date()) }

@@ -46,6 +46,33 @@ public enum ReportFormatter {
     /// A complete HTML page: summary tables and an SVG bar chart of sent and redeemed per time bucket.
     public static func html(_ report: CampaignReport) -> String {
         let c = report.campaign
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Campaign \(c.id): \(escape(c.name))</title>
+            <style>
+            body{font-family:-apple-system,'Segoe UI',Roboto,Arial,sans-serif;margin:24px;color:#1f2937;background:#f9fafb}
+            h1{font-size:22px;margin:0 0 4px}
+            \(htmlStyle)
+            </style></head><body>
+            <h1>Campaign \(c.id): \(escape(c.name))</h1>
+            \(htmlBody(report))
+            </body></html>
+            """
+    }
+
+    /// The report's styles beyond a page's own, for a page that shows `htmlBody` (the console's layout).
+    public static let htmlStyle = """
+        .meta{color:#6b7280;margin:0 0 20px}
+        .cards{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:20px}
+        .card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;min-width:120px}
+        .card b{display:block;font-size:22px} table{border-collapse:collapse;background:#fff;margin:0 24px 20px 0;display:inline-table}
+        td,th{border:1px solid #e5e7eb;padding:4px 10px;text-align:start} svg{background:#fff;border:1px solid #e5e7eb;border-radius:8px;max-width:100%;height:auto}
+        """
+
+    /// The report without a page around it: the summary line, the cards, the chart and the tables.
+    public static func htmlBody(_ report: CampaignReport) -> String {
+        let c = report.campaign
         let stateRows = OutboxState.allCases.map { "<tr><td>\($0.rawValue)</td><td>\(report.counts[$0] ?? 0)</td></tr>" }.joined()
         let codeRows = report.replyCodes.sorted { $0.key < $1.key }.map { "<tr><td>\(escape($0.key))</td><td>\($0.value)</td></tr>" }.joined()
         let feedbackRows = report.feedback.map {
@@ -56,19 +83,7 @@ public enum ReportFormatter {
                 "<p>Time to redeem: p50 \(duration($0.p50)), p90 \(duration($0.p90)), p99 \(duration($0.p99))</p>"
             } ?? "<p>No redemptions yet.</p>"
         return """
-            <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>Campaign \(c.id): \(escape(c.name))</title>
-            <style>
-            body{font-family:-apple-system,'Segoe UI',Roboto,Arial,sans-serif;margin:24px;color:#1f2937;background:#f9fafb}
-            h1{font-size:22px;margin:0 0 4px} .meta{color:#6b7280;margin:0 0 20px}
-            .cards{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:20px}
-            .card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;min-width:120px}
-            .card b{display:block;font-size:22px} table{border-collapse:collapse;background:#fff;margin:0 24px 20px 0;display:inline-table}
-            td,th{border:1px solid #e5e7eb;padding:4px 10px;text-align:start} svg{background:#fff;border:1px solid #e5e7eb;border-radius:8px}
-            </style></head><body>
-            <h1>Campaign \(c.id): \(escape(c.name))</h1>
-            <p class="meta">\(c.kind.rawValue) · \(report.status) · \(report.total) recipients · \(c.rejected) rejected at import\(c.rate.map { " · \(format($0))/s" } ?? "")</p>
+            <p class="meta">\(c.kind.rawValue) · <span class="status">\(report.status)</span>\(report.status == "scheduled" ? " · starts \(c.startAt.iso8601)" : "") · \(report.total) recipients · \(c.rejected) rejected at import\(c.rate.map { " · \(format($0))/s" } ?? "")</p>
             <div class="cards">
             <div class="card">Sent<b>\(report.sent)</b></div><div class="card">Clicked<b>\(report.clicked)</b></div>
             <div class="card">Redeemed<b>\(report.redeemed)</b></div><div class="card">Redemption rate<b>\(percent(report.redemptionRate))</b></div>
@@ -79,7 +94,6 @@ public enum ReportFormatter {
             <table><tr><th>State</th><th>Rows</th></tr>\(stateRows)</table>
             <table><tr><th>SMTP reply</th><th>Rows</th></tr>\(codeRows)</table>
             <table><tr><th>Feedback</th><th>Status</th><th>Rows</th></tr>\(feedbackRows)</table>
-            </body></html>
             """
     }
 

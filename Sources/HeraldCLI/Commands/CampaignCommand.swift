@@ -94,7 +94,8 @@ struct ListCampaigns: AsyncParsableCommand {
 
     static let columns: [RowWriter.Column] = [
         .init("ID", key: "id"), .init("NAME", key: "name"), .init("ACTION", key: "action"), .init("STATE", key: "state"),
-        .init("SENT", key: "sent"), .init("IMPORTED", key: "imported"), .init("REJECTED", key: "rejected"),
+        .init("STARTS", key: "startAt"), .init("SENT", key: "sent"), .init("FAILED", key: "failed"), .init("IMPORTED", key: "imported"),
+        .init("REJECTED", key: "rejected"),
     ]
 
     func run() async throws {
@@ -103,12 +104,13 @@ struct ListCampaigns: AsyncParsableCommand {
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
             let rows = try await Runtime.load(global).actions().campaigns.campaigns()
             let writer = RowWriter(format: format, columns: Self.columns)
-            for (campaign, counts) in rows {
+            for progress in rows {
+                let campaign = progress.campaign
                 let cells: [String?] = [
-                    "\(campaign.id)", campaign.name, campaign.kind.rawValue, campaign.status(counts: counts), "\(counts[.sent] ?? 0)",
-                    "\(counts.values.reduce(0, +))", "\(campaign.rejected)",
+                    "\(campaign.id)", campaign.name, campaign.kind.rawValue, progress.status.rawValue, campaign.startAt.iso8601,
+                    "\(progress.sent)", "\(progress.failed)", "\(progress.total)", "\(campaign.rejected)",
                 ]
-                try writer.write(cells, json: CampaignJSON(campaign: campaign, counts: counts))
+                try writer.write(cells, json: CampaignJSON(progress: progress))
             }
             writer.finish(summary: "\(rows.count) campaign(s)")
         }

@@ -1,24 +1,29 @@
 import HeraldCore
 
-/// A campaign in `herald campaign list --json`: its progress from the counts alone; `rate` is `null` when unlimited.
+/// A campaign in `herald campaigns list --format json`: its progress (`CampaignProgress`, as the console shows it);
+/// `rate` is `null` when unlimited.
 struct CampaignJSON: Encodable {
     enum CodingKeys: String, CodingKey {
-        case id, name, action, state, imported, rejected, rate, counts
+        case id, name, action, state, startAt, imported, sent, failed, pending, rejected, rate, counts
     }
 
-    let campaign: Campaign
-    let counts: [OutboxState: Int]
+    let progress: CampaignProgress
 
     func encode(to encoder: any Encoder) throws {
+        let campaign = progress.campaign
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(campaign.id, forKey: .id)
         try container.encode(campaign.name, forKey: .name)
         try container.encode(campaign.kind.rawValue, forKey: .action)
-        try container.encode(campaign.status(counts: counts), forKey: .state)
-        try container.encode(counts.values.reduce(0, +), forKey: .imported)
+        try container.encode(progress.status.rawValue, forKey: .state)
+        try container.encode(campaign.startAt.iso8601, forKey: .startAt)
+        try container.encode(progress.total, forKey: .imported)
+        try container.encode(progress.sent, forKey: .sent)
+        try container.encode(progress.failed, forKey: .failed)
+        try container.encode(progress.pending, forKey: .pending)
         try container.encode(campaign.rejected, forKey: .rejected)
         try container.encode(campaign.rate, forKey: .rate)
-        let byState = Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, counts[$0] ?? 0) })
+        let byState = Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, progress.counts[$0] ?? 0) })
         try container.encode(byState, forKey: .counts)
     }
 }

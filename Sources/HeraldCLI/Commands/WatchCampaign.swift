@@ -18,10 +18,10 @@ struct WatchCampaign: AsyncParsableCommand {
             let terminal = isatty(STDOUT_FILENO) == 1
             var samples: [(Date, Int)] = []
             while true {
-                let (campaign, counts) = try campaigns.campaign(id: id)
-                let total = counts.values.reduce(0, +)
-                let sent = counts[.sent] ?? 0
-                let finished = total - (counts[.queued] ?? 0) - (counts[.sending] ?? 0) - (counts[.deferred] ?? 0)
+                let progress = try campaigns.campaign(id: id)
+                let total = progress.total
+                let sent = progress.sent
+                let finished = total - progress.pending
                 samples.append((Date(), sent))
                 samples = samples.filter { Date().timeIntervalSince($0.0) <= 10 }
                 let rate = samples.count > 1 ? Double(sent - samples[0].1) / max(0.001, Date().timeIntervalSince(samples[0].0)) : 0
@@ -29,8 +29,10 @@ struct WatchCampaign: AsyncParsableCommand {
                 let eta = rate > 0 ? String(format: "%.0fs", Double(remaining) / rate) : "-"
                 let percent = total == 0 ? 100 : Int(Double(finished) * 100 / Double(total))
                 var summary =
-                    "sent \(sent)/\(total) (\(percent)%), deferred \(counts[.deferred] ?? 0), failed \((counts[.failed] ?? 0) + (counts[.dead] ?? 0)), "
+                    "sent \(sent)/\(total) (\(percent)%), deferred \(progress.deferred), failed \(progress.failed), "
                     + String(format: "%.1f msg/s", rate) + ", ETA \(eta)"
+                if progress.status == .scheduled { summary += "; starts \(progress.campaign.startAt.iso8601)" }
+                if progress.status == .paused { summary += "; paused" }
                 // Why nothing moves, when something keeps it from moving.
                 if remaining > 0, let status = try? actions.console.workerStatus(),
                     let obstacle = LiveWorker.obstacle(status.workers, pending: status.queue.pending)
@@ -46,9 +48,9 @@ struct WatchCampaign: AsyncParsableCommand {
                     // Written at once, not buffered: whoever reads the pipe (`| tee`, a log) sees each line as it comes.
                     FileHandle.standardOutput.write(Data("campaign \(id): \(summary)\n".utf8))
                 }
-                if remaining == 0 || campaign.state == .cancelled {
+                if remaining == 0 || progress.status == .cancelled {
                     if terminal { print("") }
-                    print("campaign \(id) \(campaign.state == .cancelled ? "cancelled" : "done"): \(summary)")
+                    print("campaign \(id) \(progress.status == .cancelled ? "cancelled" : "done"): \(summary)")
                     return
                 }
                 try await Task.sleep(for: .seconds(max(0.1, interval)))

@@ -33,11 +33,51 @@ public struct Campaign: Sendable, Hashable {
         self.createdAt = createdAt
     }
 
-    /// `active`, `paused`, `cancelled`, or `done` once an active campaign has nothing left to send.
-    public func status(counts: [OutboxState: Int]) -> String {
-        let pending = counts.filter { $0.key.isPending }.values.reduce(0, +)
-        return state == .active && pending == 0 && !counts.isEmpty ? "done" : state.rawValue
+}
+
+/// A campaign's progress from its rows' counts, as every reader shows it: the console, `herald campaigns list` and
+/// `watch`, the reports and the admin API, so their states and counts agree.
+public struct CampaignProgress: Sendable, Hashable {
+    /// What a campaign is doing: its `Campaign.State`, with `scheduled` (active, its start still ahead) and `done`
+    /// (active, with rows and none of them left to send).
+    public enum Status: String, Sendable, CaseIterable {
+        case scheduled, active, paused, cancelled, done
+
+        /// Whether pause applies: the campaign may still send.
+        public var canPause: Bool { self == .scheduled || self == .active }
+        /// Whether cancel applies: something may still be sent.
+        public var canCancel: Bool { self != .cancelled && self != .done }
     }
+
+    public let campaign: Campaign
+    public let counts: [OutboxState: Int]
+    public let status: Status
+
+    public init(_ campaign: Campaign, counts: [OutboxState: Int], now: Date = Date()) {
+        self.campaign = campaign
+        self.counts = counts
+        let pending = counts.filter { $0.key.isPending }.values.reduce(0, +)
+        let total = counts.values.reduce(0, +)
+        status =
+            switch campaign.state {
+            case .cancelled: .cancelled
+            case .paused: .paused
+            // No rows yet is an import still under way, not a finished campaign.
+            case .active where pending == 0 && total > 0: .done
+            case .active where campaign.startAt > now: .scheduled
+            case .active: .active
+            }
+    }
+
+    /// Every row the campaign queued.
+    public var total: Int { counts.values.reduce(0, +) }
+    /// Rows the relay accepted: sent, and those that bounced or drew a complaint afterwards.
+    public var sent: Int { [OutboxState.sent, .bounced, .complained].reduce(0) { $0 + (counts[$1] ?? 0) } }
+    /// Rows that will never be delivered: refused for good (`failed`) or out of attempts (`dead`).
+    public var failed: Int { (counts[.failed] ?? 0) + (counts[.dead] ?? 0) }
+    /// Rows still to go: queued, deferred or being sent.
+    public var pending: Int { counts.filter { $0.key.isPending }.values.reduce(0, +) }
+    public var deferred: Int { counts[.deferred] ?? 0 }
 }
 
 /// One recipient of a campaign, validated and ready to be queued.

@@ -27,7 +27,7 @@ public struct CampaignReport: Sendable {
     }
 
     public let campaign: Campaign
-    /// `active`, `paused`, `cancelled`, or `done` when nothing is left to send.
+    /// `CampaignProgress.Status`: `scheduled`, `active`, `paused`, `cancelled`, or `done` when nothing is left to send.
     public let status: String
     public let counts: [OutboxState: Int]
     /// Last SMTP reply code per row ("none" for rows never answered).

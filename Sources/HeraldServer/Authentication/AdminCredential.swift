@@ -21,23 +21,24 @@ struct AdminCredential: Sendable {
         sessions = consoleReads ? ConsoleSessions(server) : nil
     }
 
-    /// Returns when the request carries the credential.
+    /// Returns when the request carries the credential: the console's session when that was it, else nil.
     ///
     /// - Throws: `UNAUTHENTICATED` (401) without it; `TOO_MANY_ATTEMPTS_TRY_LATER` (429) for a wrong bearer
     ///   token once the client's network has presented too many.
-    func authenticate(_ request: Request, context: HeraldRequestContext) throws {
+    @discardableResult
+    func authenticate(_ request: Request, context: HeraldRequestContext) throws -> ConsoleSessions.Session? {
         if let sessions, request.method == .get || request.method == .head,
-            sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) != nil
+            let session = sessions.verify(request.cookies[ConsoleSessions.cookie]?.value)
         {
-            return
+            return session
         }
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
             throw FirebaseError.unauthenticated
         }
         let presented = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        if allowsEmulatorOwner, presented.lowercased() == "owner", context.isLocal(request) { return }
+        if allowsEmulatorOwner, presented.lowercased() == "owner", context.isLocal(request) { return nil }
         switch check.check(presented, clientIP: context.clientIP) {
-        case .admin: return
+        case .admin: return nil
         case .wrong: throw FirebaseError.unauthenticated
         case .lockedOut: throw FirebaseError.tooManyAdminTokens
         }

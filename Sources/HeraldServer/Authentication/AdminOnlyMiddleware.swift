@@ -9,9 +9,10 @@ struct AdminOnlyMiddleware: RouterMiddleware {
     func handle(
         _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
     ) async throws -> Response {
-        try admin.authenticate(request, context: context)
+        let session = try admin.authenticate(request, context: context)
         var context = context
         context.caller = .admin
+        context.consoleSession = session
         return try await next(request, context)
     }
 }

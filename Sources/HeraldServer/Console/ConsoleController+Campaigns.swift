@@ -9,16 +9,14 @@ extension ConsoleController {
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
 
     @Sendable func campaigns(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let list: [(campaign: Campaign, counts: [OutboxState: Int])]
+        let list: [CampaignProgress]
         do {
             list = try await offload { try campaigns.campaigns() }
         } catch {
             return failure(error, "Campaigns", context: context)
         }
         let session = context.consoleSession
-        let rows = list.sorted { $0.campaign.id > $1.campaign.id }.map { campaign, counts in
-            Self.campaignRow(campaign, counts, csrf: session?.csrf ?? "")
-        }
+        let rows = list.map { Self.campaignRow($0, csrf: session?.csrf ?? "") }
         let done = request.uri.queryParameters["done"].map(String.init).flatMap { Self.campaignNotices[$0] }
         let id = request.uri.queryParameters["id"].flatMap { Int64(String($0)) }
         let body =
@@ -30,25 +28,29 @@ extension ConsoleController {
         return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: (10, "/admin/campaigns")))
     }
 
-    static func campaignRow(_ campaign: Campaign, _ counts: [OutboxState: Int], csrf: String) -> String {
-        let total = counts.values.reduce(0, +)
-        let sent = [OutboxState.sent, .bounced, .complained].reduce(0) { $0 + (counts[$1] ?? 0) }
-        let failed = [OutboxState.failed, .dead].reduce(0) { $0 + (counts[$1] ?? 0) }
+    /// One campaign's row: its status as `CampaignProgress` states it (as `herald campaigns list` does), the start of a
+    /// scheduled one, and the buttons that apply.
+    static func campaignRow(_ progress: CampaignProgress, csrf: String) -> String {
+        let campaign = progress.campaign
         let base = "/admin/campaigns/\(campaign.id)"
         var buttons: [String] = []
-        if campaign.state == .active {
+        if progress.status.canPause {
             buttons.append(ConsolePage.form(action: "\(base)/pause", csrf: csrf, button: "Pause", buttonClass: "pause"))
         }
-        if campaign.state == .paused {
+        if progress.status == .paused {
             buttons.append(ConsolePage.form(action: "\(base)/resume", csrf: csrf, button: "Resume", buttonClass: "resume"))
         }
-        if campaign.state != .cancelled {
+        if progress.status.canCancel {
             buttons.append(ConsolePage.form(action: "\(base)/cancel", csrf: csrf, button: "Cancel…", buttonClass: "cancel"))
         }
+        let start =
+            progress.status == .scheduled
+            ? #" <span class="starts muted">starts <time datetime="\#(campaign.startAt.iso8601)">\#(campaign.startAt.iso8601)</time></span>"# : ""
         return """
             <tr id="campaign-\(campaign.id)"><td>\(campaign.id)</td><td class="name">\(ConsolePage.escape(campaign.name))</td>\
-            <td>\(campaign.kind.rawValue)</td><td class="state">\(campaign.state.rawValue)</td>\
-            <td class="progress">\(sent)/\(total) sent</td><td class="failed">\(failed)</td>\
+            <td>\(campaign.kind.rawValue)</td><td class="state">\(progress.status.rawValue)</td>\
+            <td class="progress"><span class="sent">\(progress.sent)</span>/<span class="total">\(progress.total)</span> sent\(start)</td>\
+            <td class="failed">\(progress.failed)</td>\
             <td><a class="report" href="\(base)">report</a></td><td>\(buttons.joined(separator: " "))</td></tr>
             """
     }

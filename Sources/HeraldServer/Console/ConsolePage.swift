@@ -10,7 +10,7 @@ enum ConsolePage {
     /// A whole page: `body` inside the layout, with the navigation when signed in.
     static func html(
         _ title: String, _ body: String, session: ConsoleSessions.Session?, current: String = "",
-        refresh: (seconds: Int, url: String)? = nil
+        refresh: (seconds: Int, url: String)? = nil, style extraStyle: String = ""
     ) -> String {
         let links = [
             ("overview", "/admin/", "Overview"), ("campaigns", "/admin/campaigns", "Campaigns"),
@@ -30,7 +30,7 @@ enum ConsolePage {
         return """
             <!DOCTYPE html>
             <html lang="en" dir="ltr"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            \(meta)<title>\(escape(title)) · Herald</title><style>\(style)</style></head>
+            \(meta)<title>\(escape(title)) · Herald</title><style>\(style)\(extraStyle)</style></head>
             <body>\(nav)<main><h1>\(escape(title))</h1>
             \(body)
             </main></body></html>

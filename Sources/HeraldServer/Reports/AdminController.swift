@@ -77,18 +77,30 @@ struct AdminController: Sendable {
         return try FirebaseJSONEncoder.response(RequeueReply(result))
     }
 
-    /// `GET /admin/campaigns/{id}`: the campaign's report as a standalone HTML page.
+    /// `GET /admin/campaigns/{id}`: the campaign's report. As JSON (`herald campaigns report --format json`) for
+    /// `Accept: application/json`; inside the console's layout for the console's session; else a standalone HTML page.
     @Sendable func campaignReport(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         guard let id = context.parameters.get("id", as: Int64.self) else { throw FirebaseError.notFound }
-        let html: String
+        let report: CampaignReport
         do {
-            html = try await offload { ReportFormatter.html(try reports.report(campaign: id)) }
+            report = try await offload { try reports.report(campaign: id) }
         } catch let error as HeraldError where error.code == .notFound {
             throw FirebaseError.notFound
         }
+        if (request.headers[.accept] ?? "").contains("application/json") {
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: ReportFormatter.json(report))))
+        }
+        if let session = context.consoleSession {
+            let body = #"<p><a id="back" href="/admin/campaigns">← Campaigns</a></p>"# + ReportFormatter.htmlBody(report)
+            let title = "Campaign \(id): \(report.campaign.name)"
+            return ConsolePage.response(
+                ConsolePage.html(title, body, session: session, current: "campaigns", style: ReportFormatter.htmlStyle))
+        }
         return Response(
             status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+            body: ResponseBody(byteBuffer: ByteBuffer(string: ReportFormatter.html(report))))
     }
 
     /// `GET /admin/audit?…`: the links matching the query, streamed as JSON lines.

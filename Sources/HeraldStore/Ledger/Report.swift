@@ -51,9 +51,9 @@ enum CampaignReporting {
         sentTimes: [Int64], redeemTimes: [Int64], feedback: [FeedbackCount]
     ) -> CampaignReport {
         let (funnel, bucket) = Self.funnel(sent: sentTimes, redeemed: redeemTimes)
+        let progress = CampaignProgress(campaign, counts: counts)
         return CampaignReport(
-            campaign: campaign, status: campaign.status(counts: counts), counts: counts, replyCodes: replyCodes,
-            sent: [OutboxState.sent, .bounced, .complained].reduce(0) { $0 + (counts[$1] ?? 0) }, clicked: clicked,
+            campaign: campaign, status: progress.status.rawValue, counts: counts, replyCodes: replyCodes, sent: progress.sent, clicked: clicked,
             redeemed: redeemTimes.count, timeToRedeem: Self.percentiles(durations), funnel: funnel, bucketSeconds: bucket,
             feedback: feedback)
     }
