@@ -381,12 +381,7 @@ public struct Worker: Sendable {
         let message = claimed.message
         let now = Date()
         do {
-            let composed = try composer.compose(
-                MessageComposer.Input(
-                    kind: message.kind, email: message.email, newEmail: message.newEmail, displayName: message.displayName,
-                    locale: message.locale, settings: message.settings, code: claimed.code.plaintext,
-                    messageID: message.messageID, requestedAt: message.queuedAt, date: now, variables: message.variables,
-                    campaignID: message.campaignID, lifetime: message.linkLifetime, outboxID: message.id))
+            let composed = try composer.compose(MessageComposer.input(for: message, code: claimed.code.plaintext, date: now))
             return .success(composed)
         } catch let error as HeraldError {
             return .failure(error)

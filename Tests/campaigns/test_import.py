@@ -345,3 +345,54 @@ def test_a_header_of_256_columns_of_256_bytes_is_accepted(herald, tmp_path, db):
     recipients = write_recipients(tmp_path / "wide.csv", ",".join(names), ["one@x.test" + ",v" * 255])
     summary = create_campaign(herald, config, "wide", "--action", "verify-email", "--recipients", str(recipients))
     assert (summary["imported"], summary["rejected"]) == (1, 0), summary["stdout"]
+
+
+def test_a_campaign_is_previewed_per_recipient_and_its_mail_offers_a_way_out(herald, capture, tmp_path):
+    """`campaigns preview` renders what one recipient will get (their locale, name and columns, the link lifetime's
+    plural, the unsubscribe line) before the campaign starts; the mail sent later says the same."""
+    import email as email_lib
+    import email.policy
+
+    templates = tmp_path / "templates"
+    shutil.copytree(REPO_ROOT / "templates", templates)
+    body = templates / "verify-email" / "pl" / "body.txt.mustache"
+    body.write_text(body.read_text(encoding="utf-8").rstrip("\n") + "\nPlan: {{plan}}\n", encoding="utf-8")
+    config = campaign_config(tmp_path, capture, templates={"directory": str(templates)})
+    recipients = write_recipients(tmp_path / "preview.csv", "email,display_name,locale,plan", [
+        "ada@example.com,Ada Lovelace,en,gold",
+        "jan@example.com,Jan Kowalski,pl,silver",
+    ])
+    later = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    summary = create_campaign(herald, config, "preview", "--action", "verify-email", "--recipients", str(recipients),
+                              "--link-lifetime", "5h", "--start-at", later)
+    cid = str(summary["id"])
+
+    shown = run(herald, "campaigns", "preview", cid, "--email", "jan@example.com", config=config)
+    message = email_lib.message_from_string(shown.stdout, policy=email.policy.default)
+    assert message["To"].endswith("<jan@example.com>") and "Jan Kowalski" in message["To"], message["To"]
+    text = text_part(message)
+    assert "Plan: silver" in text and "przez 5 godzin." in text, text
+    assert "Wypisz się z tych wiadomości:" in text and "https://app.example.com/unsubscribe?token=" in text, text
+    assert "PREVIEW-ONLY-NOT-A-VALID-CODE" in text, "a preview's link carries the sample code"
+    assert message["List-Unsubscribe"], "a campaign preview is campaign mail"
+
+    english = text_part(email_lib.message_from_string(
+        run(herald, "campaigns", "preview", cid, "--email", "ada@example.com", config=config).stdout,
+        policy=email.policy.default))
+    assert "expires in 5 hours." in english and "Unsubscribe from these emails:" in english, english
+    assert capture.messages() == [], "a preview sends nothing"
+
+    missing = herald("campaigns", "preview", cid, "--email", "nobody@example.com", config=config, check=False)
+    assert_cli_error(("campaigns", "preview"), missing, "nobody@example.com", status=3)
+    unknown = herald("campaigns", "preview", "999999", config=config, check=False)
+    assert_cli_error(("campaigns", "preview"), unknown, status=3)
+
+    # Sent for real (a campaign starting now, the scheduled one cancelled): the same lines reach the mailbox.
+    run(herald, "campaigns", "cancel", cid, config=config)
+    now = write_recipients(tmp_path / "now.csv", "email,locale", ["grace@example.com,pl"])
+    create_campaign(herald, config, "now", "--action", "verify-email", "--recipients", str(now), "--link-lifetime", "2h")
+    herald.worker_until_empty(config)
+    sent = [m for m in capture.messages() if m["rcpt_tos"] == ["grace@example.com"]]
+    assert len(sent) == 1, capture.messages()
+    delivered = text_part(sent[0]["message"])
+    assert "przez 2 godziny." in delivered and "Wypisz się z tych wiadomości:" in delivered, delivered

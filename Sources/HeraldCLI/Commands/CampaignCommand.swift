@@ -6,11 +6,11 @@ import HeraldCore
 /// `herald campaigns …` (or `herald campaign …`): bulk sends with rates, control, progress and reports.
 struct CampaignCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "campaigns", abstract: "Bulk campaigns: create, list, pause, resume, cancel, watch, report.",
+        commandName: "campaigns", abstract: "Bulk campaigns: create, preview, list, pause, resume, cancel, watch, report.",
         discussion: "`herald campaign` (singular, the earlier name) is kept as an alias.",
         subcommands: [
-            CreateCampaign.self, ListCampaigns.self, PauseCampaign.self, ResumeCampaign.self, CancelCampaign.self, WatchCampaign.self,
-            ReportCampaign.self,
+            CreateCampaign.self, PreviewCampaign.self, ListCampaigns.self, PauseCampaign.self, ResumeCampaign.self, CancelCampaign.self,
+            WatchCampaign.self, ReportCampaign.self,
         ],
         aliases: ["campaign"])
 }

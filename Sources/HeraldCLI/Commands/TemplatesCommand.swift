@@ -29,17 +29,22 @@ struct PreviewCommand: AsyncParsableCommand {
             let configuration = runtime.configuration
             let input = try composer.sampleInput(
                 kind, locale: try locale.map { try LocaleTag($0) } ?? configuration.links.defaultLocale, links: configuration.links)
-            let composed = try composer.compose(input)
-            guard let out else {
-                FileHandle.standardOutput.write(Data(composed.bytes))
-                return
-            }
-            let content = composer.content(input)
-            let bytes = out.lowercased().hasSuffix(".html") ? Array(content.html.utf8) : composed.bytes
-            guard FileManager.default.createFile(atPath: out, contents: Data(bytes)) else {
-                throw HeraldError(.argumentError, "cannot write \(out)")
-            }
-            print("wrote \(out) (\(content.locale) templates, subject: \(content.subject))")
+            try PreviewOutput.emit(try composer.compose(input), composer.content(input), to: out)
         }
+    }
+}
+
+/// Where a preview goes: the whole message to stdout, or `FILE.eml` (the message) / `FILE.html` (its HTML part).
+enum PreviewOutput {
+    static func emit(_ composed: MessageComposer.Composed, _ content: RenderedContent, to out: String?, about: String = "") throws {
+        guard let out else {
+            FileHandle.standardOutput.write(Data(composed.bytes))
+            return
+        }
+        let bytes = out.lowercased().hasSuffix(".html") ? Array(content.html.utf8) : composed.bytes
+        guard FileManager.default.createFile(atPath: out, contents: Data(bytes)) else {
+            throw HeraldError(.argumentError, "cannot write \(out)")
+        }
+        print("wrote \(out) (\(about)\(content.locale) templates, subject: \(content.subject))")
     }
 }

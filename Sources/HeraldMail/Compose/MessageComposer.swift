@@ -132,17 +132,32 @@ public struct MessageComposer: Sendable {
     private func variables(_ input: Input, link: String) -> [String: String] {
         let lifetime = input.lifetime ?? lifetimes[input.kind] ?? 3600
         var variables: [String: String] = input.variables
+        let hours = max(1, Int((lifetime / 3600).rounded()))
         variables.merge([
             "link": link,
             "email": input.email.value,
             "appName": appName,
             "expiresIn": Self.describe(lifetime),
-            "expiresInHours": String(max(1, Int((lifetime / 3600).rounded()))),
+            "expiresInHours": String(hours),
             "requestedAt": UTCDate.minutes(input.requestedAt),
         ]) { _, builtIn in builtIn }
+        for name in ["hoursOne", "hoursFew", "hoursMany"] { variables[name] = nil }
+        let language = templates.resolve(input.kind, input.locale).language
+        variables.merge(PluralCategory.of(hours, language: language).variables("hours")) { _, builtIn in builtIn }
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
+        if input.campaignID != nil, let target = unsubscribeLink(outboxID: input.outboxID) { variables["unsubscribeLink"] = target }
         return variables
+    }
+
+    /// The visible unsubscribe link of campaign mail: Herald's confirm page with the row's signed token, else the
+    /// mailto address; nil when neither is configured (or for a preview, which has no row).
+    func unsubscribeLink(outboxID: Int64?) -> String? {
+        if !campaigns.unsubscribeURL.isEmpty, let outboxID, let unsubscribeTokens {
+            let separator = campaigns.unsubscribeURL.contains("?") ? "&" : "?"
+            return "\(campaigns.unsubscribeURL)\(separator)token=\(unsubscribeTokens.token(for: outboxID))"
+        }
+        return campaigns.unsubscribeMailto.isEmpty ? nil : "mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe"
     }
 
     /// RFC 2369 / RFC 8058 headers for campaign mail: the mailto target, and Herald's one-click https target with
@@ -151,9 +166,8 @@ public struct MessageComposer: Sendable {
         var targets: [String] = []
         if !campaigns.unsubscribeMailto.isEmpty { targets.append("<mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe>") }
         var oneClick = false
-        if !campaigns.unsubscribeURL.isEmpty, let outboxID, let unsubscribeTokens {
-            let separator = campaigns.unsubscribeURL.contains("?") ? "&" : "?"
-            targets.append("<\(campaigns.unsubscribeURL)\(separator)token=\(unsubscribeTokens.token(for: outboxID))>")
+        if let target = unsubscribeLink(outboxID: outboxID), target.hasPrefix("http") {
+            targets.append("<\(target)>")
             oneClick = true
         }
         guard !targets.isEmpty else { return [] }
