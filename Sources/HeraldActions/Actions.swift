@@ -65,7 +65,7 @@ public final class Actions: Sendable {
         redemption = RedemptionService(parts, forms: FormSigner(key: key))
         accounts = AccountsService(parts)
         providers = ProvidersService(parts, handlerSeal: FlowSeal(serverKey: key))
-        campaigns = CampaignsService(parts)
+        campaigns = CampaignsService(parts, composer: composer)
         reports = ReportsService(store: store)
         feedback = FeedbackService(parts, composer: composer)
         webhooks = WebhooksService(store: store, configuration: configuration.webhooks)

@@ -52,6 +52,8 @@ public struct Worker: Sendable {
     let rateLimiter: RateLimiter?
     /// Counts recorded outcomes (`herald_sends_total`, …) through swift-metrics.
     let metrics = WorkerMetrics()
+    /// The composers of campaigns with templates of their own, read from the ledger once per campaign.
+    let campaignComposers = CampaignComposers()
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
     /// Told why the SMTP relay fails while it does, on each failed connection of an outage, and nil once it answers again.
@@ -293,7 +295,9 @@ public struct Worker: Sendable {
                     lanes[lane].sending.append((claimed, started))
                     context.inFlight.add(1)
                 case .failure(let error):
-                    let result = DeliveryResult(outcome: .permanent, replyCode: nil, replyText: "could not build the message: \(error)")
+                    // An unavailable ledger (reading a campaign's templates) defers the row; anything else is for good.
+                    let outcome: DeliveryResult.Outcome = error.code == .unavailable ? .transient : .permanent
+                    let result = DeliveryResult(outcome: outcome, replyCode: nil, replyText: "could not build the message: \(error)")
                     try finish(lane, claimed, started, result)
                 }
             }
@@ -381,6 +385,7 @@ public struct Worker: Sendable {
         let message = claimed.message
         let now = Date()
         do {
+            let composer = try campaignComposers.composer(for: message, base: composer, store: store)
             let composed = try composer.compose(MessageComposer.input(for: message, code: claimed.code.plaintext, date: now))
             return .success(composed)
         } catch let error as HeraldError {

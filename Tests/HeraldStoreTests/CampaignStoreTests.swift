@@ -27,6 +27,28 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aCampaignsOwnTemplatesAreKeptAndReplacedWhole(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let campaign = try Fixture.campaign("templated", now: now, in: store)
+        let other = try Fixture.campaign("plain", now: now, in: store)
+        #expect(try store.campaignTemplates(campaign: campaign.id).isEmpty)
+        let en = try LocaleTag("en")
+        let pl = try LocaleTag("pl")
+        let files = [
+            TemplateFile(locale: en, part: "subject", text: "Spring {{plan}}"), TemplateFile(locale: en, part: "body.txt", text: "é ✓ {{link}}"),
+            TemplateFile(locale: pl, part: "subject", text: "Wiosna"),
+        ]
+        try store.setTemplates(files, campaign: campaign.id)
+        let kept = try store.campaignTemplates(campaign: campaign.id)
+        #expect(Set(kept) == Set(files) && kept.count == 3)
+        #expect(try store.campaignTemplates(campaign: other.id).isEmpty)
+        try store.setTemplates([files[2]], campaign: campaign.id)
+        #expect(try store.campaignTemplates(campaign: campaign.id) == [files[2]])
+        try store.setTemplates([], campaign: campaign.id)
+        #expect(try store.campaignTemplates(campaign: campaign.id).isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func reRunningAnImportSkipsItsLinesAndFlagsRepeatedAddresses(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let campaign = try Fixture.campaign("welcome", now: now, in: store)

@@ -396,3 +396,77 @@ def test_a_campaign_is_previewed_per_recipient_and_its_mail_offers_a_way_out(her
     assert len(sent) == 1, capture.messages()
     delivered = text_part(sent[0]["message"])
     assert "przez 2 godziny." in delivered and "Wypisz się z tych wiadomości:" in delivered, delivered
+
+
+def write_template_set(root, locales: dict) -> None:
+    """A campaign's own verify-email templates: {locale: (subject, text line)} with the global layout."""
+    for locale, (subject, line) in locales.items():
+        folder = root / locale
+        folder.mkdir(parents=True)
+        (folder / "subject.mustache").write_text("{{% CONTENT_TYPE: TEXT}}\n" + subject + "\n", encoding="utf-8")
+        (folder / "body.txt.mustache").write_text(
+            "{{% CONTENT_TYPE: TEXT}}\n" + line + "\n\n{{link}}\n{{#unsubscribeLink}}\n\nOut: {{unsubscribeLink}}\n{{/unsubscribeLink}}\n",
+            encoding="utf-8")
+        (folder / "body.html.mustache").write_text(
+            "{{<layout}}{{$content}}<p>" + line + '</p><p><a href="{{link}}">{{link}}</a></p>{{/content}}{{/layout}}\n',
+            encoding="utf-8")
+
+
+def test_a_campaign_sends_with_its_own_templates_and_its_columns(herald, capture, tmp_path):
+    """`--templates DIR`: the campaign's mail (and its preview) use its own subject and bodies per locale, with the
+    CSV's extra columns; other mail keeps the global templates. Sets that do not parse, lack a part or the default
+    locale are refused before anything is written."""
+    import email as email_lib
+    import email.policy
+
+    config = campaign_config(tmp_path, capture)
+    own = tmp_path / "reverify"
+    write_template_set(own, {"en": ("Still with us, {{displayName}}? ({{plan}})", "Your {{plan}} plan needs a verified address."),
+                             "de": ("Noch dabei? ({{plan}})", "Ihr Tarif {{plan}} braucht eine bestätigte Adresse.")})
+    recipients = write_recipients(tmp_path / "own.csv", "email,display_name,locale,plan", [
+        "ada@example.com,Ada Lovelace,en,gold",
+        "jurgen@example.com,Jürgen Müller,de-AT,silver",
+        "jan@example.com,Jan Kowalski,pl,bronze",
+    ])
+    # No worker runs yet: the rows wait, and the preview comes first.
+    summary = create_campaign(herald, config, "reverify", "--action", "verify-email", "--recipients", str(recipients),
+                              "--templates", str(own))
+    cid = str(summary["id"])
+    preview = email_lib.message_from_string(
+        run(herald, "campaigns", "preview", cid, "--email", "ada@example.com", config=config).stdout,
+        policy=email.policy.default)
+    assert preview["Subject"] == "Still with us, Ada Lovelace? (gold)", preview["Subject"]
+    assert capture.messages() == [], "a preview sends nothing"
+
+    run(herald, "send", "verify-email", "grace@example.com", "--continue-url", "https://app.example.com/done",
+        config=config)
+    herald.worker_until_empty(config)
+    mails = {m["rcpt_tos"][0]: m["message"] for m in capture.messages()}
+    assert set(mails) == {"ada@example.com", "jurgen@example.com", "jan@example.com", "grace@example.com"}, set(mails)
+    assert str(mails["ada@example.com"]["Subject"]) == "Still with us, Ada Lovelace? (gold)"
+    ada = text_part(mails["ada@example.com"])
+    assert "Your gold plan needs a verified address." in ada and "Out: https://app.example.com/unsubscribe?token=" in ada, ada
+    # de-AT takes the set's de; pl, which the set lacks, takes the set's default locale (en), not the global pl.
+    assert str(mails["jurgen@example.com"]["Subject"]) == "Noch dabei? (silver)"
+    assert "Ihr Tarif silver braucht eine bestätigte Adresse." in text_part(mails["jurgen@example.com"])
+    assert "Your bronze plan needs a verified address." in text_part(mails["jan@example.com"])
+    # Mail outside the campaign keeps the global templates.
+    assert "Verify" in str(mails["grace@example.com"]["Subject"]), mails["grace@example.com"]["Subject"]
+
+    # Refused before anything is written: a set without the default locale, a missing part, a file that does not parse.
+    broken = {}
+    broken["no default locale"] = tmp_path / "only-de"
+    write_template_set(broken["no default locale"], {"de": ("Hallo", "Text")})
+    broken["a missing part"] = tmp_path / "no-html"
+    write_template_set(broken["a missing part"], {"en": ("Hi", "Text")})
+    (broken["a missing part"] / "en" / "body.html.mustache").unlink()
+    broken["unparsable"] = tmp_path / "unparsable"
+    write_template_set(broken["unparsable"], {"en": ("Hi {{#plan}}", "Text")})
+    before = len(json.loads(run(herald, "campaigns", "list", "--format", "json", config=config).stdout))
+    for why, folder in broken.items():
+        result = herald("campaigns", "create", f"broken-{folder.name}", "--action", "verify-email", "--recipients",
+                        str(recipients), "--templates", str(folder), config=config, check=False)
+        assert result.returncode != 0 and result.stderr.strip(), f"{why}: {result.returncode} {result.stderr}"
+        assert len(result.stderr.strip().splitlines()) == 1, f"{why}: one line expected\n{result.stderr}"
+    after = len(json.loads(run(herald, "campaigns", "list", "--format", "json", config=config).stdout))
+    assert after == before, "a refused template set created a campaign"

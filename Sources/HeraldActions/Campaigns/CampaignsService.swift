@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldMail
 import HeraldStore
 
 /// A campaign to create (or whose import to resume): one action to many recipients.
@@ -21,11 +22,15 @@ public struct CampaignRequest: Sendable {
     public var linkLifetime: TimeInterval?
     /// Where refused rows go; defaults to `<recipients>.rejects.csv` or `campaign-<id>.rejects.csv`.
     public var rejectsPath: String?
+    /// The campaign's own templates (`<locale>/subject.mustache`, …), read from disk into the ledger; nil keeps the
+    /// campaign's current ones (the global templates for a new campaign).
+    public var templates: [TemplateFile]?
 
     public init(
         name: String, kind: ActionKind, source: Source, continueURL: String? = nil, rate: Double? = nil, startAt: Date = Date(),
-        linkLifetime: TimeInterval? = nil, rejectsPath: String? = nil
+        linkLifetime: TimeInterval? = nil, rejectsPath: String? = nil, templates: [TemplateFile]? = nil
     ) {
+        self.templates = templates
         self.name = name
         self.kind = kind
         self.source = source
@@ -66,8 +71,11 @@ public final class CampaignsService: Sendable, AccountOwnership {
     let messageDomain: String
     /// Signalled when a campaign resumes, so a worker in this process claims its rows at once.
     let queued: QueueSignal
+    /// Checks a campaign's own templates, and renders its previews.
+    let composer: MessageComposer
 
-    init(_ parts: ServiceParts) {
+    init(_ parts: ServiceParts, composer: MessageComposer) {
+        self.composer = composer
         store = parts.store
         ownsAccounts = parts.ownsAccounts
         links = parts.configuration.links
@@ -88,6 +96,8 @@ extension CampaignsService {
         }
         let settings = ActionCodeSettings(url: request.continueURL, handleCodeInApp: request.kind == .signIn)
         try settings.validate(for: request.kind, authorizedDomains: links.authorizedDomains)
+        // Templates that do not parse, or lack a part or the default locale, are refused before anything is written.
+        if let files = request.templates { _ = try composer.campaign(request.kind, templates: files) }
         let sourceName: String
         switch request.source {
         case .csv(let path):
@@ -101,6 +111,8 @@ extension CampaignsService {
             named: request.name, kind: request.kind, settings: settings, rate: request.rate, startAt: request.startAt,
             linkLifetime: request.linkLifetime, source: sourceName, now: Date())
         let kind = request.kind
+        // Before any row is queued: no row of the campaign goes out with other templates than its own.
+        if let files = request.templates { try store.setTemplates(files, campaign: campaign.id) }
         let importer = try CampaignImporter(
             store: store, campaign: campaign, defaultLocale: links.defaultLocale, messageDomain: messageDomain
         ) { [self] emails in try campaignRefusals(kind, emails) }
@@ -151,6 +163,12 @@ extension CampaignsService {
     /// - Throws: `NOT_FOUND`.
     public func campaign(id: Int64, now: Date = Date()) throws -> CampaignProgress {
         CampaignProgress(try store.campaign(id: id), counts: try store.counts(campaign: id), now: now)
+    }
+
+    /// The composer of the campaign's mail: with its own templates, if it has them.
+    public func composer(forCampaign id: Int64) throws -> MessageComposer {
+        let campaign = try store.campaign(id: id)
+        return try composer.campaign(campaign.kind, templates: try store.campaignTemplates(campaign: id))
     }
 
     public func pauseCampaign(id: Int64) throws { try store.pause(campaign: id, now: Date()) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldActions
 import HeraldCore
+import HeraldMail
 
 /// `herald campaigns …` (or `herald campaign …`): bulk sends with rates, control, progress and reports.
 struct CampaignCommand: AsyncParsableCommand {
@@ -36,6 +37,11 @@ struct CreateCampaign: AsyncParsableCommand {
     @Option(help: "When to start: ISO 8601 (2026-11-22T10:00:00Z), now, or +10m.") var startAt: String?
     @Option(help: "Link lifetime for this campaign, e.g. 7d (default: links.lifetime).") var linkLifetime: String?
     @Option(help: "Where rejected rows go (default: <recipients>.rejects.csv).") var rejects: String?
+    @Option(
+        help: ArgumentHelp(
+            "The campaign's own templates: DIR/<locale>/subject.mustache, body.html.mustache, body.txt.mustache (default: the global ones).",
+            discussion: "They are checked, then kept in the ledger: every worker renders the campaign's mail with them."))
+    var templates: String?
 
     func run() async throws {
         try await reportingErrors {
@@ -51,7 +57,7 @@ struct CreateCampaign: AsyncParsableCommand {
             let request = CampaignRequest(
                 name: name, kind: kind, source: recipients.map { .csv(path: $0) } ?? .accounts(unverifiedOnly: unverified),
                 continueURL: continueUrl, rate: try rate.map(Self.parseRate), startAt: try startAt.map(Self.parseTime) ?? Date(),
-                linkLifetime: lifetime, rejectsPath: rejects)
+                linkLifetime: lifetime, rejectsPath: rejects, templates: try templates.map { try TemplateFile.read(directory: $0) })
             let campaigns = try await Runtime.load(global).actions().campaigns
             let started = Date()
             let result = try campaigns.createCampaign(request)

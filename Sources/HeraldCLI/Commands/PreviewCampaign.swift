@@ -8,7 +8,7 @@ import HeraldMail
 struct PreviewCampaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "preview",
-        abstract: "Render the email a campaign's recipient will get (nothing is sent; the link carries a sample code).",
+        abstract: "Render the email a campaign's recipient will get, with its own templates if it has them (nothing is sent).",
         discussion: "Run it after create and before the start (--start-at, or pause first) to check what goes out.")
 
     @OptionGroup var global: GlobalOptions
@@ -27,7 +27,7 @@ struct PreviewCampaign: AsyncParsableCommand {
             guard let message = try actions.console.searchMessages(search, limit: 1).first else {
                 throw HeraldError(.notFound, email.map { "\($0) is not a recipient of campaign \(id)" } ?? "campaign \(id) has no rows")
             }
-            let composer = try runtime.composer()
+            let composer = try actions.campaigns.composer(forCampaign: id)
             let input = MessageComposer.input(for: message, code: MessageComposer.sampleCode, date: Date())
             try PreviewOutput.emit(
                 try composer.compose(input), composer.content(input), to: out, about: "to \(message.recipient.value), ")

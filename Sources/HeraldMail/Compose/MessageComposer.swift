@@ -12,7 +12,7 @@ import HeraldCore
 /// let message = try composer.compose(input)
 /// ```
 public struct MessageComposer: Sendable {
-    public let templates: TemplateLibrary
+    public private(set) var templates: TemplateLibrary
     let linkBuilder: ActionLinkBuilder
     let appName: String
     public let from: Mailbox
@@ -43,6 +43,15 @@ public struct MessageComposer: Sendable {
         lifetimes = configuration.links.lifetime
         campaigns = configuration.campaigns
         dkim = try DKIMSigner(configuration: configuration.dkim)
+    }
+
+    /// This composer with a campaign's own templates for `kind` (`TemplateLibrary.campaignLibrary`); itself when
+    /// `files` is empty.
+    public func campaign(_ kind: ActionKind, templates files: [TemplateFile]) throws -> MessageComposer {
+        guard !files.isEmpty else { return self }
+        var copy = self
+        copy.templates = try templates.campaignLibrary(kind, files: files)
+        return copy
     }
 
     /// What one email needs.

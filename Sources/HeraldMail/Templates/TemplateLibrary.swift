@@ -17,6 +17,8 @@ public struct TemplateLibrary: Sendable {
     /// The locales available per action.
     private let locales: [ActionKind: Set<LocaleTag>]
     public let defaultLocale: LocaleTag
+    /// The shared layout, which a campaign's own templates use too.
+    private let layout: MustacheTemplate
     private let cache = TemplateCache()
 
     static let parts = ["subject", "body.html", "body.txt"]
@@ -30,7 +32,8 @@ public struct TemplateLibrary: Sendable {
         guard let layout = fileManager.contents(atPath: layoutPath) else {
             throw HeraldError(.templateError, "missing \(layoutPath)")
         }
-        try library.register(Self.parse(layout, path: layoutPath), named: "layout")
+        let parsedLayout = try Self.parse(layout, path: layoutPath)
+        library.register(parsedLayout, named: "layout")
         for kind in ActionKind.allCases {
             let actionDirectory = "\(directory)/\(kind.rawValue)"
             let entries = (try? fileManager.contentsOfDirectory(atPath: actionDirectory)) ?? []
@@ -52,8 +55,43 @@ public struct TemplateLibrary: Sendable {
         self.library = library
         self.locales = locales
         self.defaultLocale = defaultLocale
+        self.layout = parsedLayout
     }
 
+    private init(library: MustacheLibrary, locales: [ActionKind: Set<LocaleTag>], defaultLocale: LocaleTag, layout: MustacheTemplate) {
+        self.library = library
+        self.locales = locales
+        self.defaultLocale = defaultLocale
+        self.layout = layout
+    }
+
+    /// A campaign's own templates for `kind` (`files`), with this library's layout and default locale: a recipient's
+    /// locale falls back to its language, then to the default locale, within the campaign's set.
+    ///
+    /// - Throws: `TEMPLATE_ERROR` naming a file that does not parse, a locale without its three parts, or a set
+    ///   without the default locale.
+    public func campaignLibrary(_ kind: ActionKind, files: [TemplateFile]) throws -> TemplateLibrary {
+        var library = MustacheLibrary()
+        library.register(layout, named: "layout")
+        var parts: [LocaleTag: Set<String>] = [:]
+        for file in files {
+            guard TemplateFile.parts.contains(file.part) else {
+                throw HeraldError(.templateError, "\(file.locale)/\(file.part): not a template part (subject, body.html, body.txt)")
+            }
+            library.register(
+                try Self.parse(Data(file.text.utf8), path: "\(file.locale)/\(file.part).mustache"),
+                named: Self.name(kind, file.locale, file.part))
+            parts[file.locale, default: []].insert(file.part)
+        }
+        for (locale, present) in parts where present.count < TemplateFile.parts.count {
+            let missing = TemplateFile.parts.filter { !present.contains($0) }.map { "\(locale)/\($0).mustache" }
+            throw HeraldError(.templateError, "missing \(missing.joined(separator: ", "))")
+        }
+        guard parts[defaultLocale] != nil else {
+            throw HeraldError(.templateError, "no templates for the default locale \(defaultLocale) (\(defaultLocale)/subject.mustache, …)")
+        }
+        return TemplateLibrary(library: library, locales: [kind: Set(parts.keys)], defaultLocale: defaultLocale, layout: layout)
+    }
     /// The locales `kind` has templates for, in tag order.
     public func locales(of kind: ActionKind) -> [LocaleTag] {
         locales[kind, default: []].sorted { $0.value < $1.value }

@@ -42,6 +42,29 @@ extension LedgerEngine {
         }
     }
 
+    /// Replaces the campaign's own templates with `files` (none: it uses the global templates).
+    public func setTemplates(_ files: [TemplateFile], campaign id: Int64) throws {
+        try write { db in
+            try db.execute("DELETE FROM campaign_templates WHERE campaign_id = ?", [id])
+            for file in files {
+                try db.execute(
+                    "INSERT INTO campaign_templates (campaign_id, locale, part, body) VALUES (?, ?, ?, ?)",
+                    [id, file.locale.value, file.part, file.text])
+            }
+        }
+    }
+
+    /// The campaign's own templates; empty when it uses the global ones.
+    public func campaignTemplates(campaign id: Int64) throws -> [TemplateFile] {
+        try read { db in
+            try db.fetchAll("SELECT locale, part, body FROM campaign_templates WHERE campaign_id = ? ORDER BY locale, part", [id]).map {
+                plain in
+                let row = RecordRow(plain)
+                return TemplateFile(locale: try LocaleTag(row["locale"] as String), part: row["part"], text: row["body"])
+            }
+        }
+    }
+
     /// The campaign with this id.
     ///
     /// - Throws: `NOT_FOUND`.

@@ -941,5 +941,23 @@ extension LedgerMigration {
         LedgerMigration(
             sqlite: nil,
             postgres: Step("v24: accounts in uid byte order", #"CREATE INDEX accounts_uid_bytes ON accounts (uid COLLATE "C")"#)),
+        // A campaign's own templates (`herald campaigns create --templates DIR`), in the ledger so that every worker
+        // host renders its mail with them.
+        LedgerMigration(
+            "v25: a campaign's own templates",
+            sqlite: [
+                """
+                CREATE TABLE campaign_templates (
+                    campaign_id INTEGER NOT NULL REFERENCES campaigns(id), locale TEXT NOT NULL, part TEXT NOT NULL,
+                    body TEXT NOT NULL, PRIMARY KEY (campaign_id, locale, part))
+                """
+            ],
+            postgres: [
+                """
+                CREATE TABLE campaign_templates (
+                    campaign_id BIGINT NOT NULL REFERENCES campaigns(id), locale TEXT NOT NULL, part TEXT NOT NULL,
+                    body TEXT NOT NULL, PRIMARY KEY (campaign_id, locale, part))
+                """
+            ]),
     ]
 }

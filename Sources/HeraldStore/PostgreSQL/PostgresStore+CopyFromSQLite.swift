@@ -11,7 +11,7 @@ public struct LedgerCopyReport: Sendable {
 extension PostgresStore {
     /// The ledger's tables in an order that satisfies their foreign keys.
     static let copiedTables = [
-        "campaigns", "bulk_sends", "accounts", "outbox", "action_codes", "delivery_attempts", "link_events", "refresh_tokens",
+        "campaigns", "campaign_templates", "bulk_sends", "accounts", "outbox", "action_codes", "delivery_attempts", "link_events", "refresh_tokens",
         "workers", "suppressed_sends", "send_counts", "abuse_counts", "federated_identities", "account_events", "suppressions",
         "mail_feedback", "outbox_events", "webhook_deliveries",
     ]

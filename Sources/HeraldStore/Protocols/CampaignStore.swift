@@ -32,6 +32,9 @@ public protocol CampaignStore: Sendable {
     /// Every campaign, oldest first.
     func campaigns() throws -> [Campaign]
 
+    /// Replaces the campaign's own templates with `files` (none: it uses the global templates).
+    func setTemplates(_ files: [TemplateFile], campaign id: Int64) throws
+
     /// Outbox rows per state for one campaign.
     func counts(campaign id: Int64) throws -> [OutboxState: Int]
 

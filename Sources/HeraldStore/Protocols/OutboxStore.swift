@@ -4,6 +4,9 @@ import NIOPosix
 
 /// The outbox: queueing requests, and the worker's claim → record / release cycle.
 public protocol OutboxStore: WorkerRegistry {
+    /// A campaign's own templates, which its rows are rendered with; empty when it uses the global ones.
+    func campaignTemplates(campaign id: Int64) throws -> [TemplateFile]
+
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
     ///
     /// With a throttle (keyed by the request's `recipientKey`) and a quota, the checks and the insert share the
