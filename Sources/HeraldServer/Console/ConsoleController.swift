@@ -4,25 +4,29 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit and
-/// templates are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
+/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit,
+/// templates, suppressions and webhooks are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
 /// change is a `POST` form with the session's CSRF token.
 struct ConsoleController: Sendable {
     let console: ConsoleService
     let campaigns: CampaignsService
     let reports: ReportsService
     let sending: SendingService
+    let feedback: FeedbackService
+    let webhooks: WebhooksService
     let adminToken: AdminTokenCheck
     let sessions: ConsoleSessions
 
     init(
         configuration: HeraldConfiguration, console: ConsoleService, campaigns: CampaignsService, reports: ReportsService,
-        sending: SendingService, adminToken: AdminTokenCheck
+        sending: SendingService, feedback: FeedbackService, webhooks: WebhooksService, adminToken: AdminTokenCheck
     ) {
         self.console = console
         self.campaigns = campaigns
         self.reports = reports
         self.sending = sending
+        self.feedback = feedback
+        self.webhooks = webhooks
         self.adminToken = adminToken
         sessions = ConsoleSessions(configuration.server)
     }
@@ -49,6 +53,13 @@ struct ConsoleController: Sendable {
         pages.get("templates/:action/:locale", use: template)
         pages.get("templates/:action/:locale/html", use: templateHTML)
         pages.post("templates/:action/:locale/test", use: sendTest)
+        // Under `console/`: `/admin/suppressions` is the bearer-token JSON API; the webhooks page beside it.
+        pages.get("console/suppressions", use: suppressionsPage)
+        pages.post("console/suppressions/add", use: addSuppressions)
+        pages.post("console/suppressions/remove", use: removeSuppression)
+        pages.get("console/suppressions/export", use: exportSuppressions)
+        pages.get("console/webhooks", use: webhooksPage)
+        pages.post("console/webhooks/replay", use: replayWebhooks)
         return routes
     }
 
