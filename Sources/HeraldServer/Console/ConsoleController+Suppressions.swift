@@ -161,7 +161,7 @@ extension ConsoleController {
             return failure(error, "Suppressions", context: context)
         }
         let already = Set(emails.map { $0.lowercased() }).count - added
-        context.logger.info("console: suppressed", metadata: ["added": "\(added)", "actor": "console"])
+        logAction("suppressed", context: context, ["added": "\(added)", "addresses": "\(emails.count)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=added&added=\(added)&already=\(max(0, already))")
     }
 
@@ -176,7 +176,7 @@ extension ConsoleController {
         } catch {
             return failure(error, "Suppressions", context: context)
         }
-        context.logger.info("console: unsuppressed", metadata: ["removed": "\(removed)", "actor": "console"])
+        logAction("unsuppressed", context: context, ["removed": "\(removed)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=\(removed ? "removed" : "absent")")
     }
 

@@ -118,7 +118,7 @@ extension ConsoleController {
         } catch {
             return failure(error, "Webhooks", context: context)
         }
-        context.logger.info("console: webhook deliveries replayed", metadata: ["count": "\(count)", "actor": "console"])
+        logAction("webhook deliveries replayed", context: context, ["count": "\(count)"])
         return ConsolePage.redirect(to: "\(Self.webhooksPath)?done=replayed&count=\(count)")
     }
 

@@ -23,7 +23,8 @@ enum ConsolePage {
                 let items = links.map { id, href, label in
                     #"<a id="nav-\#(id)" href="\#(href)"\#(id == current ? #" aria-current="page""# : "")>\#(label)</a>"#
                 }.joined()
-                return #"<nav id="nav"><strong>Herald</strong>\#(items)"#
+                let role = session.readOnly ? #"<span id="read-only" class="role">read-only</span>"# : ""
+                return #"<nav id="nav"><strong>Herald</strong>\#(items)\#(role)"#
                     + form(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
             } ?? #"<nav id="nav"><strong>Herald</strong></nav>"#
         // To a fixed URL: a notice in the query string is shown once, not on every refresh.
@@ -54,7 +55,7 @@ enum ConsolePage {
         label{display:flex;flex-direction:column;font-size:13px;gap:3px}
         input,select,button,textarea{font:inherit;padding:5px 8px;border:1px solid #d1d5db;border-radius:6px;max-width:100%;box-sizing:border-box}
         button{background:#2563eb;color:#fff;border-color:#2563eb;cursor:pointer} button.cancel{background:#b91c1c;border-color:#b91c1c}
-        nav button{background:transparent;border-color:#4b5563}
+        nav button{background:transparent;border-color:#4b5563} nav .role{border:1px solid #f59e0b;color:#fcd34d;border-radius:6px;padding:1px 8px;font-size:13px}
         .notice{background:#ecfdf5;border:1px solid #10b981;padding:8px 12px;border-radius:6px}
         .error{background:#fef2f2;border:1px solid #ef4444;padding:8px 12px;border-radius:6px}
         .cards{display:flex;gap:12px;flex-wrap:wrap} .card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:10px 16px}
