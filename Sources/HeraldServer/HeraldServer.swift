@@ -46,7 +46,8 @@ public enum HeraldServer {
         router.addRoutes(try SignInHandlerController(configuration: configuration, providers: actions.providers, pages: pages).routes)
         let console = ConsoleController(
             configuration: configuration, console: actions.console, campaigns: actions.campaigns, reports: actions.reports,
-            sending: actions.sending, adminToken: actions.adminToken)
+            sending: actions.sending, feedback: actions.feedback, webhooks: actions.webhooks,
+            adminToken: actions.adminToken)
         router.addRoutes(console.routes, atPath: "admin")
         router.addRoutes(
             AdminController(

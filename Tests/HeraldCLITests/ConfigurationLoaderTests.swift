@@ -111,6 +111,19 @@ import Testing
         #expect(try await load("server: {adminToken: \"\"}").server.adminToken == "")
     }
 
+    @Test func theConsoleReadTokenIsAsStrongAsTheAdminTokenDifferentAndNeedsIt() async throws {
+        let admin = "3f9c1d7e5a2b8c4d6e0f1a2b3c4d5e6f"
+        let reader = "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
+        let loaded = try await load("server: {adminToken: \"\(admin)\", consoleReadToken: \"\(reader)\"}")
+        #expect(loaded.server.consoleReadToken == reader)
+        let weak = try #require(await problem("server: {adminToken: \"\(admin)\", consoleReadToken: \"short\"}"))
+        #expect(weak.contains("server.consoleReadToken") && weak.contains("at least 32 bytes"), "\(weak)")
+        let alone = try #require(await problem("server: {consoleReadToken: \"\(reader)\"}"))
+        #expect(alone.contains("server.consoleReadToken") && alone.contains("needs server.adminToken"), "\(alone)")
+        let same = try #require(await problem("server: {adminToken: \"\(admin)\", consoleReadToken: \"\(admin)\"}"))
+        #expect(same.contains("must differ from server.adminToken") && !same.contains(admin), "\(same)")
+    }
+
     @Test func missingFileIsAClearError() async {
         let message =
             await {

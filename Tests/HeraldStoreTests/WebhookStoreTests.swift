@@ -154,6 +154,11 @@ import Testing
         let summary = try #require(try store.webhookSummaries().first)
         #expect((summary.endpoint, summary.queued, summary.delivered, summary.dead) == ("ops", 1, 1, 1))
         #expect(summary.lastError == "HTTP 500")
+        let failures = try store.recentWebhookFailures(limit: 10)
+        #expect(failures.map(\.id) == [batch[1].id], "only the failed delivery: not the delivered one, nor the one given back")
+        let failure = try #require(failures.first)
+        #expect(failure.state == .dead && failure.lastStatus == 500 && failure.lastError == "HTTP 500" && failure.attempts == 2)
+        #expect(failure.endpoint == "ops" && abs((failure.lastAttemptAt ?? .distantPast).timeIntervalSince(retry)) < 0.001)
 
         #expect(try store.replayWebhookDeliveries(WebhookReplayFilter(state: .dead), now: retry) == 1)
         #expect(try store.replayWebhookDeliveries(WebhookReplayFilter(endpoint: "other"), now: retry) == 0)

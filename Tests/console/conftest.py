@@ -27,45 +27,18 @@ for _dir in (_TESTS / "integration", _TESTS / "support", _TESTS / "http", _TESTS
     if str(_dir) not in sys.path:
         sys.path.insert(0, str(_dir))
 
-from helpers import CaptureServer, deep_merge  # noqa: E402
-from http_support import BASE_OVERRIDES, HeraldServer, write_serve_config  # noqa: E402
-from campaign_support import CAMPAIGNS  # noqa: E402
 from suites import chromium_driver, sibling_conftest  # noqa: E402
-from console_support import REFUSED_DOMAIN, ConsoleClient, Ledger  # noqa: E402
+from console_support import ConsoleClient, Ledger, serve_console  # noqa: E402
 
 _integration = sibling_conftest("integration")
 herald_bin = _integration.herald_bin  # session-scoped: $HERALD_BIN or .build/debug/herald, fails when missing
-
-# No mail cooldown between sends to one address (two resets to the same person); `campaigns:` for the CLI.
-CONSOLE_OVERRIDES = {"campaigns": CAMPAIGNS, "policy": {"cooldown": "0s"}}
 
 
 # =========================================================================== the server
 @pytest.fixture(scope="module")
 def console_server(herald_bin: Path, tmp_path_factory):
-    """One `herald serve` (embedded worker, 100 ms poll) for the module, with its own capture SMTP server
-    that refuses RCPT TO of @refused.test with 550."""
-    cwd = tmp_path_factory.mktemp("console")
-    capture = CaptureServer(script=[f"rcpt=@{REFUSED_DOMAIN}:550:5.1.1 No such user here"])
-    capture.start()
-    settings = deep_merge(BASE_OVERRIDES, CONSOLE_OVERRIDES)
-    srv = HeraldServer(herald_bin, write_serve_config(cwd, capture, settings), cwd, capture, (), settings)
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        failure = None
-        if srv.returncode is None:
-            if not srv.running:
-                failure = f"herald serve died during the module (exit {srv.proc.returncode})\n{srv.describe()}"
-                srv.kill()
-            else:
-                code = srv.stop()
-                if code != 0:
-                    failure = f"herald serve exited {code} on SIGTERM (expected 0)\n{srv.describe()}"
-        capture.stop()
-        if failure:
-            pytest.fail(failure, pytrace=False)
+    """The module's `herald serve` (a module may override this fixture with other settings: `serve_console`)."""
+    yield from serve_console(herald_bin, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

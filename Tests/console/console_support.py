@@ -21,11 +21,12 @@ from types import SimpleNamespace
 from typing import Optional
 from urllib.parse import urlsplit
 
+import pytest
 import requests
 
-from helpers import query, wait_until
-from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, ok, unique_email
-from campaign_support import campaign_from_csv, iso_seconds
+from helpers import CaptureServer, deep_merge, query, wait_until
+from http_support import ADMIN_TOKEN, BASE_OVERRIDES, HTTP_TIMEOUT, HeraldServer, ok, unique_email, write_serve_config
+from campaign_support import CAMPAIGNS, campaign_from_csv, iso_seconds
 
 SESSION_COOKIE = "herald_console"
 CSRF_COOKIE = "herald_console_csrf"
@@ -41,7 +42,40 @@ NAV_LINKS = {
     "nav-messages": "/admin/messages",
     "nav-audit": "/admin/audit/search",
     "nav-templates": "/admin/templates",
+    "nav-suppressions": "/admin/console/suppressions",
+    "nav-webhooks": "/admin/console/webhooks",
 }
+
+# No mail cooldown between sends to one address (two resets to the same person); `campaigns:` for the CLI.
+CONSOLE_OVERRIDES = {"campaigns": CAMPAIGNS, "policy": {"cooldown": "0s"}}
+
+
+def serve_console(herald_bin: Path, tmp_path_factory, overrides: dict = None):
+    """One `herald serve` (embedded worker, 100 ms poll) with its own capture SMTP server that refuses RCPT TO of
+    @refused.test with 550, and `overrides` on top of the suite's settings; a generator for a fixture to yield from
+    (SIGTERM and exit 0 at the end)."""
+    cwd = tmp_path_factory.mktemp("console")
+    capture = CaptureServer(script=[f"rcpt=@{REFUSED_DOMAIN}:550:5.1.1 No such user here"])
+    capture.start()
+    settings = deep_merge(deep_merge(BASE_OVERRIDES, CONSOLE_OVERRIDES), overrides or {})
+    srv = HeraldServer(herald_bin, write_serve_config(cwd, capture, settings), cwd, capture, (), settings)
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        failure = None
+        if srv.returncode is None:
+            if not srv.running:
+                failure = f"herald serve died during the module (exit {srv.proc.returncode})\n{srv.describe()}"
+                srv.kill()
+            else:
+                code = srv.stop()
+                if code != 0:
+                    failure = f"herald serve exited {code} on SIGTERM (expected 0)\n{srv.describe()}"
+        capture.stop()
+        if failure:
+            pytest.fail(failure, pytrace=False)
+
 
 class Ledger:
     """Mail the module's server has handled, made through the public API and the CLI."""

@@ -19,7 +19,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, unique_email
 from campaign_support import AUDIT_FIELDS
-from console_support import SESSION_COOKIE, assert_rendered, ink_right_share
+from console_support import NAV_LINKS, SESSION_COOKIE, assert_rendered, ink_right_share
 
 WAIT = 15  # seconds for any element or page change
 
@@ -209,6 +209,106 @@ def test_a_test_mail_sent_from_the_templates_page_arrives(console, console_serve
     assert "250" in notice.text, notice.text
     message = console_server.mail_to(email)[0]["message"]
     assert str(message["Subject"]) == subject
+
+
+# =========================================================================== widths
+WIDTHS = (1400, 390)
+SUPPRESSIONS = "/admin/console/suppressions"
+
+
+def set_width(driver, width: int) -> None:
+    """A viewport `width` CSS px wide: at 390, a phone (mobile emulation: the viewport meta applies, and a page wider
+    than the screen would widen the layout viewport, which the checks below catch)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
+def overflow(driver) -> dict:
+    return driver.execute_script(
+        "const nav = document.querySelector('nav#nav');"
+        "const right = nav ? Math.max(...[...nav.querySelectorAll('a, button')].map(e => e.getBoundingClientRect().right))"
+        " : 0;"
+        "return {scroll: document.documentElement.scrollWidth, inner: window.innerWidth,"
+        " body: document.body.scrollWidth, navRight: right};")
+
+
+def console_pages(ledger) -> list:
+    """Every console page, old and new, with content in it (tables with rows, long addresses)."""
+    delivered = ledger.delivered("widthsmessage-with-a-rather-long-local-part", 1)
+    campaign = ledger.campaign("widthscamp", 2)
+    return [
+        "/admin/sign-in", "/admin/", "/admin/campaigns", f"/admin/campaigns/{campaign.id}", "/admin/messages",
+        f"/admin/messages/{delivered.ids[0]}", f"/admin/messages?email={delivered.email}", "/admin/audit/search",
+        "/admin/templates", "/admin/templates/reset-password/en", "/admin/templates/reset-password/fa",
+        SUPPRESSIONS, f"{SUPPRESSIONS}?email={delivered.email}", "/admin/console/webhooks",
+        "/admin/messages?email=a@x.test&email=b@x.test",  # an error page
+    ]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_console_page_fits_the_width_without_horizontal_scrolling(console, console_server, ledger, tmp_path, width):
+    """At 1,400 px and at a 390 px phone, no page scrolls sideways (document.documentElement.scrollWidth <=
+    window.innerWidth): the navigation wraps with every link on screen, wide tables scroll inside themselves."""
+    requests.post(console_server.url + "/admin/suppressions", timeout=HTTP_TIMEOUT,
+                  headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                  json={"emails": [unique_email("widths-long-address-to-wrap")],
+                        "detail": "a note " * 30}).raise_for_status()
+    pages = console_pages(ledger)
+    set_width(console, width)
+    try:
+        for index, path in enumerate(pages):
+            console.get(console_server.url + path)
+            css(console, "h1")
+            got = overflow(console)
+            assert got["inner"] == width, f"{path}: the viewport is {got['inner']} px wide, not {width} (page too wide?)"
+            assert got["scroll"] <= got["inner"], f"{path} at {width} px scrolls sideways: {got}"
+            if path != "/admin/sign-in":
+                assert got["navRight"] <= width, f"{path} at {width} px: navigation cut off at {got['navRight']}"
+                for link_id in NAV_LINKS:
+                    assert console.find_element(By.ID, link_id).is_displayed(), f"{path}: a#{link_id} hidden"
+            name = f"w{width}-{index}"
+            assert_rendered(console, shot(console, tmp_path, name), with_nav=path != "/admin/sign-in")
+        # A wide table is its own scroll box at the phone's width, not the page's.
+        console.get(console_server.url + "/admin/audit/search")
+        box = console.execute_script(
+            "const t = document.querySelector('table#audit-rows');"
+            "return t && {scroll: t.scrollWidth, client: t.clientWidth, overflow: getComputedStyle(t).overflowX};")
+        assert box, "the audit page has no rows to show"
+        if width == 390:
+            assert box["scroll"] > box["client"] and box["overflow"] == "auto", box
+    finally:
+        console.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+# =========================================================================== suppressions
+def test_an_address_is_suppressed_found_and_removed_in_the_browser(console, console_server, ledger, tmp_path):
+    email = unique_email("browsersupp")
+    nav_to(console, "nav-suppressions", "form#suppression-add")
+    assert path_of(console) == SUPPRESSIONS
+    form = console.find_element(By.CSS_SELECTOR, "form#suppression-add")
+    form.find_element(By.CSS_SELECTOR, "textarea[name=emails]").send_keys(email)
+    Select(form.find_element(By.CSS_SELECTOR, "select[name=reason]")).select_by_value("unsubscribe")
+    form.find_element(By.CSS_SELECTOR, "input[name=detail]").send_keys("by phone")
+    form.find_element(By.CSS_SELECTOR, "button#suppression-add-button").click()
+    notice = wait(console, lambda d: d.find_element(By.CSS_SELECTOR, "p#notice"), "the added notice")
+    assert "Suppressed 1" in notice.text, notice.text
+    api = requests.get(f"{console_server.url}/admin/suppressions/{email}", timeout=HTTP_TIMEOUT,
+                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert api.status_code == 200 and (api.json()["reason"], api.json()["scope"]) == ("unsubscribe", "campaigns"), api.text
+
+    search = console.find_element(By.CSS_SELECTOR, "form#suppression-search")
+    search.find_element(By.CSS_SELECTOR, "input[name=email]").send_keys(email)
+    search.find_element(By.CSS_SELECTOR, "button#suppression-search-button").click()
+    row = css(console, f"table#suppressions tr[data-email='{email}']", "the found address")
+    assert row.find_element(By.CSS_SELECTOR, "td.scope").text == "campaigns"
+    assert len(console.find_elements(By.CSS_SELECTOR, "table#suppressions tr[data-email]")) == 1
+    assert_rendered(console, shot(console, tmp_path, "suppressions"))
+    row.find_element(By.CSS_SELECTOR, "button.remove").click()
+    notice = wait(console, lambda d: d.find_element(By.CSS_SELECTOR, "p#notice"), "the removed notice")
+    assert notice.text.startswith("Removed"), notice.text
+    api = requests.get(f"{console_server.url}/admin/suppressions/{email}", timeout=HTTP_TIMEOUT,
+                       headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert api.status_code == 404, api.text
 
 
 def test_signing_out_returns_to_sign_in_and_locks_the_console(console, console_server):

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import requests
@@ -20,7 +21,8 @@ from console_support import (
 )
 
 CONSOLE_PAGES = ["/admin/", "/admin/campaigns", "/admin/messages", "/admin/audit/search", "/admin/templates",
-                 "/admin/templates/reset-password/en"]
+                 "/admin/templates/reset-password/en", "/admin/console/suppressions", "/admin/console/webhooks"]
+SUPPRESSIONS = "/admin/console/suppressions"
 
 
 def bearer(srv, method: str, path: str, token: str = ADMIN_TOKEN, **kwargs) -> requests.Response:
@@ -524,3 +526,128 @@ def test_pages_forbid_framing_and_caching_except_the_preview_frame_for_itself(cl
     assert csp.get("default-src") == ["'none'"], frame.headers["Content-Security-Policy"]
     assert csp.get("frame-ancestors") == ["'self'"], frame.headers["Content-Security-Policy"]
     assert "no-store" in frame.headers.get("Cache-Control", "")
+
+
+# =========================================================================== suppressions
+def suppression_rows(srv, emails) -> dict:
+    """The ledger's suppressions of `emails`, by address."""
+    marks = ",".join("?" * len(emails))
+    return {r["email"]: r for r in query(srv.db_path, f"SELECT * FROM suppressions WHERE email IN ({marks})", tuple(emails))}
+
+
+def test_suppressions_are_added_found_and_removed_from_the_console_with_the_csrf(client, session, console_server):
+    """The add form takes addresses one a line with a reason, scope and note as `herald suppressions add` does; the
+    list and the bearer API agree; remove takes one off. Without the csrf both are refused with 403 and change nothing."""
+    srv = console_server
+    emails = [unique_email("consupp1"), unique_email("consupp2")]
+    doc = client.page(SUPPRESSIONS, session)
+    add = doc.one("form#suppression-add")
+    assert add.get("method", "").lower() == "post" and add.get("action") == f"{SUPPRESSIONS}/add"
+    assert hidden_value(add, "csrf") == session.csrf
+    for selector in ("textarea[name=emails]", "select[name=reason]", "select[name=scope]", "input[name=detail]"):
+        assert add.select_one(selector) is not None, f"form#suppression-add lacks {selector}"
+    fields = {"emails": "\n".join(emails), "reason": "complaint", "scope": "campaigns", "detail": "asked by phone"}
+
+    for name, data in {"no csrf": fields, "made-up csrf": {**fields, "csrf": "0" * len(session.csrf)}}.items():
+        assert_error_page(client.post(f"{SUPPRESSIONS}/add", data, session), 403)
+        assert suppression_rows(srv, emails) == {}, f"{name}: a refused add suppressed"
+
+    resp = client.post(f"{SUPPRESSIONS}/add", {**fields, "csrf": session.csrf}, session)
+    assert urlsplit(client.location(resp)).path == SUPPRESSIONS, show(resp)
+    rows = suppression_rows(srv, emails)
+    assert {e: (r["reason"], r["scope"], r["detail"]) for e, r in rows.items()} == \
+        {e: ("complaint", "campaigns", "asked by phone") for e in emails}, rows
+    after = parse_html(client.follow(resp, session).text)
+    assert "Suppressed 2" in after.one("p#notice").text, after.one("p#notice").text
+    api = bearer(srv, "GET", f"/admin/suppressions/{emails[0]}")
+    assert api.status_code == 200 and api.json()["reason"] == "complaint" and api.json()["scope"] == "campaigns", show(api)
+
+    found = client.page(SUPPRESSIONS, session, params={"email": emails[0].upper(), "reason": ""})
+    tr = found.one("table#suppressions tr[data-email]")
+    assert tr.get("data-email") == emails[0] and tr.one("td.reason").text == "complaint" \
+        and tr.one("td.scope").text == "campaigns" and tr.one("td.detail").text == "asked by phone", tr.text
+    assert len(found.select("table#suppressions tr[data-email]")) == 1
+    remove = tr.one("form")
+    assert remove.get("action") == f"{SUPPRESSIONS}/remove" and remove.get("method", "").lower() == "post"
+    assert hidden_value(remove, "email") == emails[0] and hidden_value(remove, "csrf") == session.csrf
+
+    assert_error_page(client.post(f"{SUPPRESSIONS}/remove", {"email": emails[0]}, session), 403)
+    assert emails[0] in suppression_rows(srv, emails), "a refused remove took the address off"
+    resp = client.post(f"{SUPPRESSIONS}/remove", {"email": emails[0], "csrf": session.csrf}, session)
+    assert urlsplit(client.location(resp)).path == SUPPRESSIONS, show(resp)
+    assert set(suppression_rows(srv, emails)) == {emails[1]}
+    assert parse_html(client.follow(resp, session).text).one("p#notice").text.startswith("Removed")
+    assert bearer(srv, "GET", f"/admin/suppressions/{emails[0]}").status_code == 404
+    gone = client.page(SUPPRESSIONS, session, params={"email": emails[0]})
+    assert not gone.select("table#suppressions tr[data-email]") and gone.one("p#suppressions-empty").text
+    again = client.post(f"{SUPPRESSIONS}/remove", {"email": emails[0], "csrf": session.csrf}, session)
+    assert "not on the list" in parse_html(client.follow(again, session).text).one("p#notice").text
+    assert client.get(f"{SUPPRESSIONS}/add", session).status_code in (404, 405), "a GET must never add"
+
+
+def test_a_bad_address_or_reason_is_refused_as_a_page_and_adds_nothing(client, session, console_server):
+    good = unique_email("consuppgood")
+    for name, data in {"bad address": {"emails": f"{good}\nnot-an-address"},
+                       "bad reason": {"emails": good, "reason": "bored"},
+                       "bad scope": {"emails": good, "scope": "some"},
+                       "no address": {"emails": "  "}}.items():
+        resp = client.post(f"{SUPPRESSIONS}/add", {**data, "csrf": session.csrf}, session)
+        assert resp.status_code == 400, f"{name}\n{show(resp)}"
+        assert_error_page(resp, 400)
+        assert suppression_rows(console_server, [good]) == {}, f"{name}: something was added"
+    assert_error_page(client.get(SUPPRESSIONS, session, params={"reason": "bored"}), 400)
+    assert_error_page(client.get(f"{SUPPRESSIONS}?email=a@x.test&email=b@x.test", session), 400)
+
+
+def test_the_suppression_list_pages_in_address_order_and_exports_csv(client, session, console_server):
+    """More than a page: following `Next page` from the first visits every address once, in order; the reason filter
+    narrows both the list and the export; the CSV is `herald suppressions export`'s form, a download."""
+    srv = console_server
+    tag = f"conpage{time.monotonic_ns()}"
+    emails = sorted(f"{tag}-{i:03d}@x.test" for i in range(105))
+    added = bearer(srv, "POST", "/admin/suppressions", json={"emails": emails, "reason": "manual"})
+    assert added.status_code == 200, show(added)
+    hard = unique_email("conpagehard")
+    assert bearer(srv, "POST", "/admin/suppressions", json={"emails": [hard], "reason": "hard-bounce"}).status_code == 200
+    expected = sorted(r["email"] for r in query(srv.db_path, "SELECT email FROM suppressions"))
+
+    seen, path, pages = [], SUPPRESSIONS, 0
+    while path:
+        doc = client.page(path, session)
+        rows = [tr.get("data-email") for tr in doc.select("table#suppressions tr[data-email]")]
+        assert len(rows) <= 100, f"{len(rows)} rows on one page"
+        seen += rows
+        pages += 1
+        link = doc.select_one("a#next-page")
+        path = link.get("href") if link is not None else None
+        assert pages < 50, "paging does not end"
+    assert pages >= 2 and seen == expected, f"{pages} pages; {len(seen)} seen vs {len(expected)} in the ledger"
+
+    doc = client.page(SUPPRESSIONS, session, params={"reason": "hard-bounce"})
+    rows = [tr.get("data-email") for tr in doc.select("table#suppressions tr[data-email]")]
+    assert hard in rows and not set(rows) & set(emails), rows
+    export = doc.one("a#export-csv").get("href")
+    assert urlsplit(export).path == f"{SUPPRESSIONS}/export" and "reason=hard-bounce" in export, export
+
+    resp = client.get(f"{SUPPRESSIONS}/export", session)
+    assert resp.status_code == 200 and resp.headers["Content-Type"].startswith("text/csv"), show(resp)
+    assert resp.headers.get("Content-Disposition", "").lower().startswith("attachment"), resp.headers
+    reader = csv.DictReader(io.StringIO(resp.text, newline=""))
+    assert reader.fieldnames == ["email", "reason", "scope", "detail", "created_at"], reader.fieldnames
+    exported = [r["email"] for r in reader]
+    assert sorted(exported) == expected and exported == sorted(exported)
+    by_reason = client.get(export, session)
+    assert by_reason.status_code == 200, show(by_reason)
+    assert hard in by_reason.text and emails[0] not in by_reason.text
+    assert urlsplit(client.location(client.get(f"{SUPPRESSIONS}/export"))).path == "/admin/sign-in", \
+        "the export needs a session"
+
+
+def test_the_json_suppressions_api_is_unchanged_beside_the_console_page(client, session, console_server):
+    """`/admin/suppressions` stays the bearer-token JSON API (the cookie gets its 401); the page lives at
+    /admin/console/suppressions."""
+    assert client.get("/admin/suppressions", session).status_code == 401
+    api = bearer(console_server, "GET", "/admin/suppressions", params={"limit": 1})
+    assert api.status_code == 200 and api.headers["Content-Type"].startswith("application/json"), show(api)
+    assert "suppressions" in api.json()
+    assert client.page(SUPPRESSIONS, session).one("h1").text == "Suppressions"

@@ -55,6 +55,11 @@ ROUTES = {
     ("get", f"/robot/v1/metadata/x509/{KEYS}"),
     ("get", "/__/auth/action"), ("post", "/__/auth/action"), ("get", "/__/auth/links"),
     ("get", "/__/auth/handler"), ("get", "/emulator/auth/handler"),
+    # The handler's helper iframe and scripts (SignInHandlerController), under both prefixes.
+    ("get", "/__/auth/iframe"), ("get", "/emulator/auth/iframe"),
+    ("get", "/__/auth/herald-event.js"), ("get", "/emulator/auth/herald-event.js"),
+    ("get", "/__/auth/herald-iframe.js"), ("get", "/emulator/auth/herald-iframe.js"),
+    ("get", "/__/auth/herald-gapi.js"), ("get", "/emulator/auth/herald-gapi.js"),
     ("get", "/unsubscribe"), ("post", "/unsubscribe"),
     ("get", "/admin/campaigns/{id}"), ("get", "/admin/audit"),
     ("post", "/admin/messages:retry"), ("post", "/admin/messages:cancel"),
@@ -68,6 +73,9 @@ ROUTES = {
     ("post", "/admin/messages/{id}/retry"), ("post", "/admin/messages/{id}/cancel"), ("get", "/admin/audit/search"),
     ("get", "/admin/templates"), ("get", "/admin/templates/{action}/{locale}"),
     ("get", "/admin/templates/{action}/{locale}/html"), ("post", "/admin/templates/{action}/{locale}/test"),
+    ("get", "/admin/console/suppressions"), ("post", "/admin/console/suppressions/add"),
+    ("post", "/admin/console/suppressions/remove"), ("get", "/admin/console/suppressions/export"),
+    ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"),
     ("get", "/health"), ("get", "/metrics"), ("get", "/openapi.json"),
 }
 

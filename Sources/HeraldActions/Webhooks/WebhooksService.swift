@@ -47,6 +47,11 @@ extension WebhooksService {
         }
     }
 
+    /// The latest deliveries whose last POST failed and that are not delivered, with the endpoint's answer.
+    public func recentWebhookFailures(limit: Int = 50) throws -> [WebhookFailure] {
+        try store.recentWebhookFailures(limit: max(1, min(limit, 1000)))
+    }
+
     /// POSTs a signed `test` event to endpoint `name` now, outside the ledger, and returns its answer.
     ///
     /// - Throws: `ARGUMENT_ERROR` for an endpoint that is not configured; `UNAVAILABLE` when it cannot be reached.

@@ -27,7 +27,7 @@ public enum ConfigurationLoader {
         let webhookSecrets = environment.keys.filter { $0.hasPrefix("HERALD_WEBHOOKS_") && $0.hasSuffix("_SECRET") }
         let secrets = Set(clientSecrets).union(webhookSecrets).union([
             "HERALD_SMTP_PASSWORD", "HERALD_PROJECT_API_KEY", "HERALD_SERVER_ADMIN_TOKEN", "HERALD_SERVER_TOKEN_SECRET",
-            "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET", "HERALD_SERVER_METRICS_TOKEN",
+            "HERALD_PROVIDERS_TWITTER_CONSUMER_SECRET", "HERALD_SERVER_METRICS_TOKEN", "HERALD_SERVER_CONSOLE_READ_TOKEN",
         ])
         let env = EnvironmentVariablesProvider(
             environmentVariables: ConfigurationParser.withLibrarySpellings(environment), secretsSpecifier: .specific(secrets)
@@ -273,6 +273,16 @@ struct ConfigurationParser {
                     + "or a slow send outlives its lease and another worker sends the row again")
         }
         c.server.adminToken = try await text("server.adminToken", c.server.adminToken, secret: true, check: ConfigurationLoader.adminTokenProblem)
+        c.server.consoleReadToken = try await text(
+            "server.consoleReadToken", c.server.consoleReadToken, secret: true, check: ConfigurationLoader.adminTokenProblem)
+        if !c.server.consoleReadToken.isEmpty {
+            guard !c.server.adminToken.isEmpty else {
+                throw problem("server.consoleReadToken", "needs server.adminToken (without it there is no console)")
+            }
+            guard c.server.consoleReadToken != c.server.adminToken else {
+                throw problem("server.consoleReadToken", "must differ from server.adminToken")
+            }
+        }
         c.server.allowEmulatorOwner = try await flag("server.allowEmulatorOwner", c.server.allowEmulatorOwner)
         c.server.emulatorMode = try await flag("server.emulatorMode", c.server.emulatorMode)
         c.server.enumerationProtection = try await flag("server.enumerationProtection", c.server.enumerationProtection)

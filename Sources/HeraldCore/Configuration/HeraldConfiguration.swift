@@ -104,6 +104,9 @@ public struct HeraldConfiguration: Sendable {
         /// `Authorization: Bearer <adminToken>` grants admin calls; empty disables them. At least 32 bytes of 8 or
         /// more different characters (the loader refuses weaker ones).
         public var adminToken = ""
+        /// A second token that signs in to the `/admin` console for reading only: every page, no change (its `POST`s
+        /// are refused). Never an admin credential for the API. Empty: none. Needs `adminToken`, as strong and different.
+        public var consoleReadToken = ""
         /// Accept the Admin SDKs' emulator credential `Bearer owner`, from loopback only.
         public var allowEmulatorOwner = false
         /// Serve `GET /emulator/v1/projects/{p}/oobCodes`; codes then also live in memory, never on disk.

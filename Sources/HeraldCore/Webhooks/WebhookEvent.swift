@@ -87,6 +87,36 @@ public struct WebhookEndpointSummary: Sendable, Hashable, Codable {
     }
 }
 
+/// A delivery whose last POST failed and that is not delivered: queued for another try, or dead.
+public struct WebhookFailure: Sendable, Hashable, Codable {
+    public let id: Int64
+    public let endpoint: String
+    public let event: String
+    public let state: WebhookDeliveryState
+    public let attempts: Int
+    /// The endpoint's HTTP status, when it answered.
+    public let lastStatus: Int?
+    /// Why the last POST failed (the status and the start of the body, or the network error).
+    public let lastError: String
+    public let lastAttemptAt: Date?
+    public let createdAt: Date
+
+    public init(
+        id: Int64, endpoint: String, event: String, state: WebhookDeliveryState, attempts: Int, lastStatus: Int?, lastError: String,
+        lastAttemptAt: Date?, createdAt: Date
+    ) {
+        self.id = id
+        self.endpoint = endpoint
+        self.event = event
+        self.state = state
+        self.attempts = attempts
+        self.lastStatus = lastStatus
+        self.lastError = lastError
+        self.lastAttemptAt = lastAttemptAt
+        self.createdAt = createdAt
+    }
+}
+
 /// Which deliveries `herald webhooks replay` queues again; nil matches anything.
 public struct WebhookReplayFilter: Sendable, Hashable {
     public var endpoint: String?

@@ -3,7 +3,8 @@ import HeraldCore
 import Hummingbird
 
 /// Lets a signed-in browser through to the console: others are sent to the sign-in form. A `POST` must also
-/// carry the session's CSRF token in its form's `csrf` field, or it is refused with 403 and changes nothing.
+/// carry the session's CSRF token in its form's `csrf` field, or it is refused with 403 and changes nothing; a
+/// read-only session's `POST`s (but signing out) are refused with 403 too.
 struct ConsoleAuthMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
 
@@ -28,6 +29,14 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
             return ConsolePage.message(
                 "Refused", "This form has expired or did not come from the console. Go back, reload the page and try again.",
                 status: .forbidden)
+        }
+        if session.readOnly, request.uri.path != "\(ConsoleSessions.path)/sign-out" {
+            context.logger.notice(
+                "console: read-only session refused a change", metadata: ["actor": "\(session.actor)", "path": "\(request.uri.path)"])
+            return ConsolePage.message(
+                "Read only",
+                "This session was signed in with the read-only token: it shows every page and changes nothing. "
+                    + "Sign in with the admin token to do this.", status: .forbidden)
         }
         return try await next(request, context)
     }

@@ -107,7 +107,7 @@ extension ConsoleController {
         } catch {
             return failure(error, "Campaign \(id)", context: context)
         }
-        context.logger.info("console: campaign \(done)", metadata: ["campaign": "\(id)"])
+        logAction("campaign \(done)", context: context, ["campaign": "\(id)"])
         return ConsolePage.redirect(to: "/admin/campaigns?done=\(done)&id=\(id)")
     }
 }

@@ -150,7 +150,7 @@ extension ConsoleController {
             return failure(error, "Message \(id)", context: context)
         }
         let done = changed.isEmpty ? "unchanged" : change == .retry ? "retried" : "cancelled"
-        context.logger.info("console: message \(done)", metadata: ["outbox_id": "\(id)"])
+        logAction("message \(done)", context: context, ["outbox_id": "\(id)"])
         return ConsolePage.redirect(to: "/admin/messages/\(id)?done=\(done)")
     }
 

@@ -4,25 +4,29 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit and
-/// templates are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
+/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit,
+/// templates, suppressions and webhooks are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
 /// change is a `POST` form with the session's CSRF token.
 struct ConsoleController: Sendable {
     let console: ConsoleService
     let campaigns: CampaignsService
     let reports: ReportsService
     let sending: SendingService
+    let feedback: FeedbackService
+    let webhooks: WebhooksService
     let adminToken: AdminTokenCheck
     let sessions: ConsoleSessions
 
     init(
         configuration: HeraldConfiguration, console: ConsoleService, campaigns: CampaignsService, reports: ReportsService,
-        sending: SendingService, adminToken: AdminTokenCheck
+        sending: SendingService, feedback: FeedbackService, webhooks: WebhooksService, adminToken: AdminTokenCheck
     ) {
         self.console = console
         self.campaigns = campaigns
         self.reports = reports
         self.sending = sending
+        self.feedback = feedback
+        self.webhooks = webhooks
         self.adminToken = adminToken
         sessions = ConsoleSessions(configuration.server)
     }
@@ -49,6 +53,13 @@ struct ConsoleController: Sendable {
         pages.get("templates/:action/:locale", use: template)
         pages.get("templates/:action/:locale/html", use: templateHTML)
         pages.post("templates/:action/:locale/test", use: sendTest)
+        // Under `console/`: `/admin/suppressions` is the bearer-token JSON API; the webhooks page beside it.
+        pages.get("console/suppressions", use: suppressionsPage)
+        pages.post("console/suppressions/add", use: addSuppressions)
+        pages.post("console/suppressions/remove", use: removeSuppression)
+        pages.get("console/suppressions/export", use: exportSuppressions)
+        pages.get("console/webhooks", use: webhooksPage)
+        pages.post("console/webhooks/replay", use: replayWebhooks)
         return routes
     }
 
@@ -74,9 +85,9 @@ struct ConsoleController: Sendable {
             \(ConsolePage.error(error))
             <form id="sign-in" method="post" action="/admin/sign-in">
             <input type="hidden" name="csrf" value="\(ConsolePage.escape(token))">
-            <label>Admin token <input id="token" name="token" type="password" autocomplete="current-password" required autofocus></label>
+            <label>\(sessions.hasReadToken ? "Admin or read-only token" : "Admin token") <input id="token" name="token" type="password" autocomplete="current-password" required autofocus></label>
             <p><button id="sign-in-button" type="submit">Sign in</button></p></form>
-            <p class="muted">The token is <code>server.adminToken</code> from Herald's configuration.</p>
+            <p class="muted">The token is <code>server.adminToken</code> from Herald's configuration\(sessions.hasReadToken ? ", or <code>server.consoleReadToken</code> to look without changing anything" : "").</p>
             """
         let cookie = Self.cookie(ConsoleSessions.signInCookie, value, maxAge: 3600)
         return ConsolePage.response(
@@ -93,6 +104,10 @@ struct ConsoleController: Sendable {
             return ConsolePage.message(
                 "Refused", "The sign-in form expired or did not come from the console. Reload it and try again.", status: .forbidden)
         }
+        // The read token signs in read-only; like the admin token, even from a network locked out by wrong ones.
+        if sessions.isReadToken(form?.token ?? "") {
+            return signedIn(sessions.issue(readOnly: true), role: "reader", context: context)
+        }
         // The right token always signs in, even from a network locked out by wrong ones (`AdminTokenCheck`).
         switch adminToken.check(form?.token ?? "", clientIP: context.clientIP) {
         case .admin:
@@ -104,8 +119,13 @@ struct ConsoleController: Sendable {
             context.logger.notice("console sign-in refused", metadata: ["ip": "\(context.clientIP ?? "-")"])
             return signInPage(error: "That is not the admin token.", status: .unauthorized)
         }
-        guard let session = sessions.issue() else { return signInPage(error: nil, status: .notFound) }
-        context.logger.info("console sign-in", metadata: ["ip": "\(context.clientIP ?? "-")"])
+        return signedIn(sessions.issue(), role: "admin", context: context)
+    }
+
+    /// The session's cookie and the way to the overview.
+    private func signedIn(_ session: String?, role: String, context: HeraldRequestContext) -> Response {
+        guard let session else { return signInPage(error: nil, status: .notFound) }
+        context.logger.info("console sign-in", metadata: ["ip": "\(context.clientIP ?? "-")", "role": "\(role)"])
         var headers = HTTPFields()
         headers.append(
             .init(name: .setCookie, value: Self.cookie(ConsoleSessions.cookie, session, maxAge: Int(ConsoleSessions.lifetime)).description))
@@ -212,6 +232,14 @@ struct ConsoleController: Sendable {
     }
 
     // MARK: Shared
+
+    /// Logs a console change with who made it (`Session.actor`: the role and the session) and from where.
+    func logAction(_ what: String, context: HeraldRequestContext, _ metadata: Logger.Metadata = [:]) {
+        var metadata = metadata
+        metadata["actor"] = "\(context.consoleSession?.actor ?? "console")"
+        metadata["ip"] = "\(context.clientIP ?? "-")"
+        context.logger.notice("console: \(what)", metadata: metadata)
+    }
 
     /// An error page for a failed console action: the message of a `HeraldError` the operator can act on.
     func failure(_ error: any Error, _ title: String, context: HeraldRequestContext) -> Response {

@@ -16,13 +16,15 @@ enum ConsolePage {
             ("overview", "/admin/", "Overview"), ("campaigns", "/admin/campaigns", "Campaigns"),
             ("messages", "/admin/messages", "Messages"), ("audit", "/admin/audit/search", "Audit"),
             ("templates", "/admin/templates", "Templates"),
+            ("suppressions", "/admin/console/suppressions", "Suppressions"), ("webhooks", "/admin/console/webhooks", "Webhooks"),
         ]
         let nav =
             session.map { session in
                 let items = links.map { id, href, label in
                     #"<a id="nav-\#(id)" href="\#(href)"\#(id == current ? #" aria-current="page""# : "")>\#(label)</a>"#
                 }.joined()
-                return #"<nav id="nav"><strong>Herald</strong>\#(items)"#
+                let role = session.readOnly ? #"<span id="read-only" class="role">read-only</span>"# : ""
+                return #"<nav id="nav"><strong>Herald</strong>\#(items)\#(role)"#
                     + form(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
             } ?? #"<nav id="nav"><strong>Herald</strong></nav>"#
         // To a fixed URL: a notice in the query string is shown once, not on every refresh.
@@ -37,25 +39,31 @@ enum ConsolePage {
             """
     }
 
+    /// The layout's styles. Narrow screens (down to 360 px) get no horizontal scroll of the page: the navigation
+    /// wraps, long values break, and a table wider than the screen scrolls inside itself (`main table` is its own
+    /// scroll box, also for the campaign report's tables).
     static let style = """
         body{font-family:-apple-system,'Segoe UI',Roboto,'Noto Sans',Arial,sans-serif;margin:0;color:#1f2937;background:#f3f4f6}
-        nav{display:flex;gap:18px;align-items:center;background:#111827;color:#f9fafb;padding:10px 24px}
-        nav a{color:#d1d5db;text-decoration:none} nav a[aria-current]{color:#fff;font-weight:600}
-        nav form{margin-inline-start:auto} main{padding:20px 24px;max-width:1200px}
+        nav{display:flex;flex-wrap:wrap;gap:8px 18px;align-items:center;background:#111827;color:#f9fafb;padding:10px 24px}
+        nav a{color:#d1d5db;text-decoration:none;padding:2px 0} nav a[aria-current]{color:#fff;font-weight:600}
+        nav form{margin-inline-start:auto} main{padding:20px 24px;max-width:1200px;overflow-wrap:anywhere}
         h1{font-size:22px;margin:0 0 16px} h2{font-size:17px;margin:22px 0 8px}
         table{border-collapse:collapse;background:#fff;margin:0 0 16px;font-size:14px}
+        main table{display:inline-block;vertical-align:top;max-width:100%;overflow-x:auto;overflow-wrap:normal}
         td,th{border:1px solid #e5e7eb;padding:5px 10px;text-align:start;vertical-align:top} th{background:#f9fafb}
         form.inline{display:inline} form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-bottom:16px}
         label{display:flex;flex-direction:column;font-size:13px;gap:3px}
-        input,select,button{font:inherit;padding:5px 8px;border:1px solid #d1d5db;border-radius:6px}
+        input,select,button,textarea{font:inherit;padding:5px 8px;border:1px solid #d1d5db;border-radius:6px;max-width:100%;box-sizing:border-box}
         button{background:#2563eb;color:#fff;border-color:#2563eb;cursor:pointer} button.cancel{background:#b91c1c;border-color:#b91c1c}
-        nav button{background:transparent;border-color:#4b5563}
+        nav button{background:transparent;border-color:#4b5563} nav .role{border:1px solid #f59e0b;color:#fcd34d;border-radius:6px;padding:1px 8px;font-size:13px}
         .notice{background:#ecfdf5;border:1px solid #10b981;padding:8px 12px;border-radius:6px}
         .error{background:#fef2f2;border:1px solid #ef4444;padding:8px 12px;border-radius:6px}
         .cards{display:flex;gap:12px;flex-wrap:wrap} .card{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:10px 16px}
-        .muted{color:#6b7280} dl{display:grid;grid-template-columns:max-content auto;gap:4px 16px;background:#fff;padding:12px 16px}
-        dt{color:#6b7280} dd{margin:0} iframe{width:100%;height:520px;border:1px solid #e5e7eb;background:#fff}
+        .muted{color:#6b7280} dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:4px 16px;background:#fff;padding:12px 16px}
+        dt{color:#6b7280} dd{margin:0;min-width:0} iframe{width:100%;height:520px;border:1px solid #e5e7eb;background:#fff;box-sizing:border-box}
         pre{background:#fff;border:1px solid #e5e7eb;padding:12px;white-space:pre-wrap}
+        @media (max-width:600px){nav{padding:8px 12px;gap:6px 14px} main{padding:14px 12px} h1{font-size:19px} main table{margin-inline-end:0}
+        dl{grid-template-columns:minmax(0,1fr);padding:10px 12px} dd{margin-bottom:6px}}
         """
 
     /// A `POST` form of hidden fields and one button, carrying the CSRF token.

@@ -124,7 +124,7 @@ struct SuppressionsController: Sendable {
     }
 
     /// The whole list as CSV, read a page at a time on a producer thread, in bounded memory.
-    private static func csv(feedback: FeedbackService, reason: Suppression.Reason?) -> Response {
+    static func csv(feedback: FeedbackService, reason: Suppression.Reason?) -> Response {
         let (chunks, continuation) = AsyncStream<ByteBuffer>.makeStream(bufferingPolicy: .bufferingOldest(4))
         DispatchQueue.global().async {
             /// Waits while the client is behind; false when it has gone away.

@@ -93,6 +93,18 @@ extension LedgerEngine {
         }
     }
 
+    public func recentWebhookFailures(limit: Int) throws -> [WebhookFailure] {
+        try read { db in
+            try db.fetchAll(
+                """
+                SELECT id, endpoint, event, state, attempts, last_status, last_error, last_attempt_at, created_at
+                FROM webhook_deliveries WHERE last_error IS NOT NULL AND state <> 'delivered'
+                ORDER BY last_attempt_at DESC NULLS LAST, id DESC LIMIT :limit
+                """, ["limit": max(1, limit)]
+            ).map(Records.webhookFailure)
+        }
+    }
+
     public func replayWebhookDeliveries(_ filter: WebhookReplayFilter, now: Date) throws -> Int {
         let arguments: SQLArguments = [
             "now": now.milliseconds, "endpoint": filter.endpoint, "state": filter.state?.rawValue,

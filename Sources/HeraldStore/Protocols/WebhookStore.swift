@@ -17,6 +17,10 @@ public protocol WebhookStore: Sendable {
     /// Counts and the last error of every endpoint that has deliveries.
     func webhookSummaries() throws -> [WebhookEndpointSummary]
 
+    /// The `limit` deliveries whose last POST failed and that are not delivered (queued again or dead), the latest
+    /// attempt first.
+    func recentWebhookFailures(limit: Int) throws -> [WebhookFailure]
+
     /// Queues the matching deliveries again with a fresh attempt budget, due now; returns how many.
     func replayWebhookDeliveries(_ filter: WebhookReplayFilter, now: Date) throws -> Int
 }

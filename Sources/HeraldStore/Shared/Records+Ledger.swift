@@ -89,6 +89,15 @@ extension Records {
             lastErrorAt: (row["last_error_at"] as Int64?).map(Date.init(milliseconds:)))
     }
 
+    static func webhookFailure(_ plain: some LedgerRow) -> WebhookFailure {
+        let row = RecordRow(plain)
+        return WebhookFailure(
+            id: row["id"], endpoint: row["endpoint"], event: row["event"], state: WebhookDeliveryState(rawValue: row["state"]) ?? .queued,
+            attempts: row["attempts"], lastStatus: row["last_status"], lastError: row["last_error"],
+            lastAttemptAt: (row["last_attempt_at"] as Int64?).map(Date.init(milliseconds:)),
+            createdAt: Date(milliseconds: row["created_at"]))
+    }
+
     /// Outbox rows per state, from rows of `state` and `n`.
     static func stateCounts(_ rows: [some LedgerRow]) -> [OutboxState: Int] {
         var counts: [OutboxState: Int] = [:]
