@@ -193,6 +193,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HeraldMetricsTests",
+            dependencies: [
+                "HeraldMetrics", "HeraldCore",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldInboundTests",
             dependencies: [
                 "HeraldInbound",

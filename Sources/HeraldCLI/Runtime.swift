@@ -33,7 +33,8 @@ struct Runtime {
             do {
                 let store = try openStore()
                 if let waitingSince {
-                    logger.info("ledger available again after \(String(format: "%.1f", Date().timeIntervalSince(waitingSince))) s; starting")
+                    let seconds = String(format: "%.1f", Date().timeIntervalSince(waitingSince))
+                    logger.info("ledger available again after \(seconds) s; starting", metadata: ["seconds": "\(seconds)"])
                 }
                 return store
             } catch let error as HeraldError where error.code == .unavailable {

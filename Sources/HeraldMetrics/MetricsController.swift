@@ -4,7 +4,8 @@ import Hummingbird
 import Logging
 import Synchronization
 
-/// `GET /metrics`: every metric of the process in Prometheus's text format, with the outbox gauges refreshed from
+/// `GET /metrics`: every metric of the process in Prometheus's text format (`HeraldMetrics.exposition()`: each family
+/// with its `# HELP`, `herald_build_info` and the `process_*` figures read at the scrape), with the outbox gauges refreshed from
 /// the ledger at most once per `gaugeInterval` (10 s): counting the outbox reads the whole table, so a scrape only
 /// pays for it when the last count is older, and scrapers together pay for one count per interval. With
 /// `server.metricsToken` set, only `Authorization: Bearer <token>` gets them. `herald serve` routes it beside the
@@ -46,7 +47,7 @@ public struct MetricsController<Context: RequestContext>: Sendable {
                 logger.warning("metrics: could not count the outbox", metadata: ["error": "\(error)"])
             }
         }
-        let body = ByteBuffer(bytes: HeraldMetrics.registry.emitToBuffer())
+        let body = ByteBuffer(bytes: HeraldMetrics.exposition())
         return Response(status: .ok, headers: [.contentType: Self.contentType], body: .init(byteBuffer: body))
     }
 

@@ -14,14 +14,8 @@ final class OutboxGauges: Sendable {
     /// The campaigns' gauges, by campaign id, so the ones no longer pending can be unregistered.
     private let campaigns = Mutex<[Int64: [OutboxState: Gauge]]>([:])
 
-    static var outboxName: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "herald", metricName: "outbox", unitName: "messages", helpText: "Outbox rows by state and action.")
-    }
-    static var campaignName: MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "herald", metricName: "campaign", unitName: "messages", helpText: "Rows of each campaign with mail pending, by state.")
-    }
+    static var outboxName: MetricNameDescriptor { MetricCatalogue.family("herald_outbox_messages")!.descriptor }
+    static var campaignName: MetricNameDescriptor { MetricCatalogue.family("herald_campaign_messages")!.descriptor }
 
     init(registry: PrometheusCollectorRegistry) {
         self.registry = registry

@@ -7,7 +7,8 @@ import Logging
 
 /// `herald serve`'s HTTP application: the Identity Toolkit surface (v1 and legacy v3), token refresh, the
 /// ID tokens' public keys, the action pages, the admin pages, the emulator's code listing, `/metrics`,
-/// `/health` and `/openapi.json` (which describes them all), all behind CORS for authorized origins.
+/// `/health` and `/openapi.json` (which describes them all), all behind CORS for authorized origins, and with
+/// `server.accessLog` one log line per request.
 ///
 /// ```swift
 /// let app = try HeraldServer.application(actions: actions, health: health, logger: logger) { port in
@@ -67,7 +68,8 @@ public enum HeraldServer {
             if health.shouldProbe(), (try? await offload({ try ledger.probeWrite(now: Date()) })) != nil,
                 let seconds = health.ledgerAvailable()
             {
-                logger.info("ledger available again after \(String(format: "%.1f", seconds)) s; requests are answered again")
+                let seconds = String(format: "%.1f", seconds)
+                logger.info("ledger available again after \(seconds) s; requests are answered again", metadata: ["seconds": "\(seconds)"])
             }
             health.checkDescriptors(logger: logger)
             let reply = HealthReply(health)
@@ -75,7 +77,9 @@ public enum HeraldServer {
         }
         known.load(router.routes.map { (path: $0.path, method: $0.method) })
         let server = configuration.server
-        let responder = CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains)
+        let responder = AccessLogResponder(
+            CORSResponder(router.buildResponder(), authorizedDomains: configuration.links.authorizedDomains), enabled: server.accessLog,
+            trustedProxies: configuration.limits.trustedProxies)
         return Application(
             responder: responder,
             server: .guardedHTTP1(

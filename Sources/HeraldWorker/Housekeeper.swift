@@ -177,7 +177,7 @@ final class Housekeeper: @unchecked Sendable {
                     now: Date())
                 logger.warning(
                     "worker \(worker.id) died (\(why)); its rows are back in the queue",
-                    metadata: ["interrupted": "\(result.interrupted)", "returned": "\(result.returned)"])
+                    metadata: ["worker": "\(worker.id)", "interrupted": "\(result.interrupted)", "returned": "\(result.returned)"])
             }
         } catch {
             logger.debug("could not look for dead workers", metadata: ["error": "\(error)"])
@@ -191,7 +191,7 @@ final class Housekeeper: @unchecked Sendable {
         lastPrune = now
         do {
             let deleted = try store.pruneEvents(before: now.addingTimeInterval(-eventRetention))
-            if deleted > 0 { logger.info("pruned \(deleted) ledger events older than the retention") }
+            if deleted > 0 { logger.info("pruned \(deleted) ledger events older than the retention", metadata: ["events": "\(deleted)"]) }
         } catch {
             lastPrune = .distantPast
             logger.debug("pruning skipped", metadata: ["error": "\(error)"])

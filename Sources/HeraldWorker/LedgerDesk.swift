@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldStore
+import Logging
 
 /// The one thread of a worker process that writes the ledger: it claims rows for every connection and records
 /// every connection's outcomes, many at a time.
@@ -383,16 +384,19 @@ final class LedgerDesk: @unchecked Sendable {
     /// `--until-empty` says what it is waiting for, when that changes and every 10 s.
     private func explainWait(_ status: QueueStatus, owner: String) {
         var parts: [String] = []
+        var metadata: Logger.Metadata = ["connection": "\(owner)", "sending": "\(status.sending)"]
         if status.sending > 0 { parts.append("\(status.sending) row(s) held by a worker") }
         let waiting = status.pending - status.sending
+        metadata["waiting"] = "\(waiting)"
         if waiting > 0 {
-            let due = status.nextDue.map { " (next due in \(max(0, Int($0.timeIntervalSinceNow.rounded(.up)))) s)" } ?? ""
-            parts.append("\(waiting) row(s) queued or deferred\(due)")
+            let dueIn = status.nextDue.map { max(0, Int($0.timeIntervalSinceNow.rounded(.up))) }
+            if let dueIn { metadata["nextDueSeconds"] = "\(dueIn)" }
+            parts.append("\(waiting) row(s) queued or deferred" + (dueIn.map { " (next due in \($0) s)" } ?? ""))
         }
         let text = "waiting for " + parts.joined(separator: " and ")
         guard text != lastWaitText || Date().timeIntervalSince(lastWaitLog) >= 10 else { return }
         lastWaitText = text
         lastWaitLog = Date()
-        worker.logger.info("\(text)", metadata: ["connection": "\(owner)"])
+        worker.logger.info("\(text)", metadata: metadata)
     }
 }

@@ -46,7 +46,7 @@ final class LedgerWatch: Sendable {
                 let value = try body()
                 if let started {
                     let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
-                    logger.info("ledger available again after \(seconds) s; \(what) resumed")
+                    logger.info("ledger available again after \(seconds) s; \(what) resumed", metadata: ["seconds": "\(seconds)"])
                 }
                 return value
             } catch let error as HeraldError where error.code == .unavailable {
@@ -58,7 +58,9 @@ final class LedgerWatch: Sendable {
                     logger.warning("ledger unavailable; \(what) waits and retries", metadata: ["error": "\(error.detail)"])
                 } else if let began = started, now.timeIntervalSince(began) >= threshold(nextLog) {
                     let seconds = String(format: "%.0f", now.timeIntervalSince(began))
-                    logger.warning("ledger still unavailable after \(seconds) s; \(what) keeps retrying", metadata: ["error": "\(error.detail)"])
+                    logger.warning(
+                        "ledger still unavailable after \(seconds) s; \(what) keeps retrying",
+                        metadata: ["error": "\(error.detail)", "seconds": "\(seconds)"])
                     nextLog += 1
                 }
                 if stop.isStopped {

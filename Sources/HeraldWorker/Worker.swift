@@ -183,8 +183,8 @@ public struct Worker: Sendable {
                     let waited = MonotonicInstant.now().seconds(since: stopped)
                     guard waited >= longest || (waited >= bound && inFlight.value == 0) else { continue }
                     logger.error(
-                        "the worker did not finish within \(Int(waited)) s of the stop (the ledger did not answer); exiting with what it could not record: those rows return to the queue when another worker finds this one gone or their lease ends"
-                    )
+                        "the worker did not finish within \(Int(waited)) s of the stop (the ledger did not answer); exiting with what it could not record: those rows return to the queue when another worker finds this one gone or their lease ends",
+                        metadata: ["seconds": "\(Int(waited))", "inFlight": "\(inFlight.value)"])
                     finish.finish()
                     return
                 }
@@ -320,7 +320,9 @@ public struct Worker: Sendable {
                 }
             } else if let outage = lanes[lane].breaker.succeeded() {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(outage.since))
-                logger.info("SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))")
+                logger.info(
+                    "SMTP connection recovered after \(seconds) s (\(outage.failures) failed attempt(s))",
+                    metadata: ["seconds": "\(seconds)", "failures": "\(outage.failures)"])
                 context.relay(nil)
             }
             let outcome = Outcome(claimed: claimed, result: result, startedAt: started, finishedAt: Date(), pause: pause)

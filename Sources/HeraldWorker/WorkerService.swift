@@ -40,7 +40,7 @@ public struct WorkerService: Service {
             } onCancel: {
                 stop.stop()
             }
-            worker.logger.info("worker finished: \(summary)")
+            worker.logger.info("worker finished: \(summary)", metadata: summary.metadata)
         } catch {
             worker.logger.error("worker failed", metadata: ["error": "\(error)"])
             await onFailure(error)

@@ -1,3 +1,6 @@
+import Foundation
+import Logging
+
 /// What one worker run did.
 public struct WorkerSummary: Sendable, CustomStringConvertible {
     public var sent = 0
@@ -26,9 +29,20 @@ public struct WorkerSummary: Sendable, CustomStringConvertible {
         connections += other.connections
     }
 
+    /// Sends per second over the run.
+    var rate: Double { seconds > 0 ? Double(sent) / seconds : 0 }
+
+    /// The counts as log fields, for `worker finished` (`log.format: json` keeps them apart from the message).
+    public var metadata: Logger.Metadata {
+        [
+            "sent": "\(sent)", "deferred": "\(deferred)", "failed": "\(failed)", "dead": "\(dead)", "released": "\(released)",
+            "returned": "\(returned)", "possiblyDelivered": "\(possiblyDelivered)", "connections": "\(connections)",
+            "seconds": "\(String(format: "%.2f", seconds))", "rate": "\(String(format: "%.0f", rate))",
+        ]
+    }
+
     public var description: String {
-        let rate = seconds > 0 ? Double(sent) / seconds : 0
-        return "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released), "
+        "sent \(sent), deferred \(deferred), failed \(failed), dead \(dead), released \(released), "
             + "returned after connection failures \(returned), possibly delivered \(possiblyDelivered); "
             + "\(connections) SMTP connection(s); \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", rate)) msg/s)"
     }

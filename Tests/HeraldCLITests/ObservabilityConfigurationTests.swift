@@ -28,6 +28,15 @@ import Testing
         #expect(configuration.server.metricsToken == "scrape-secret")
     }
 
+    @Test func accessLogIsOffUnlessTheFileOrTheEnvironmentTurnsItOn() async throws {
+        #expect(try await loader.load("project: {id: acme}").server.accessLog == false)
+        #expect(try await loader.load("server: {accessLog: true}").server.accessLog == true)
+        let environment = try await loader.load("server: {accessLog: true}", environment: ["HERALD_SERVER_ACCESS_LOG": "false"])
+        #expect(environment.server.accessLog == false)
+        #expect(try await loader.load("project: {id: acme}", environment: ["HERALD_SERVER_ACCESS_LOG": "true"]).server.accessLog == true)
+        #expect(await loader.problem("server: {accessLog: sometimes}")?.contains("server.accessLog: expected true or false") == true)
+    }
+
     @Test func badLogAndMetricsValuesNameTheirKey() async {
         #expect(await loader.problem("log: {format: xml}")?.contains("log.format: expected text or json, got 'xml'") == true)
         #expect(await loader.problem("log: {level: loud}")?.contains("log.level: expected one of trace") == true)

@@ -32,7 +32,7 @@ def scrape(url: str, token: str | None = None) -> dict:
     assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4"), resp.headers
     samples = {}
     for family in text_string_to_metric_families(resp.text):
-        assert family.name.startswith("herald_"), family.name
+        assert family.name.startswith(("herald_", "process_")), family.name
         for sample in family.samples:
             samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
     return samples

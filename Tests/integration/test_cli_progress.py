@@ -9,7 +9,7 @@ import pty
 import subprocess
 import time
 
-from helpers import herald_env, write_config, write_recipients
+from helpers import herald_env, json_log_records, write_config, write_recipients
 
 
 def test_worker_logs_progress_every_ten_seconds_off_a_terminal(herald, start_capture, tmp_path):
@@ -86,3 +86,15 @@ def test_an_import_off_a_terminal_prints_progress_lines_and_a_summary(herald, tm
     assert "\x1b" not in result.stderr, result.stderr
     assert "0/10 users, " in result.stderr, result.stderr  # the first line comes at once, then one every 10 s
     assert "imported 10 account(s), rejected 0, skipped 0 already there, in " in result.stdout, result.stdout
+
+
+def test_an_import_logs_its_progress_as_json_fields_with_log_format_json(herald, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"}, log={"format": "json"})
+    result = herald("accounts", "import", str(_plaintext_users(tmp_path, 10)), config=config, timeout=120)
+    records = json_log_records(result.stderr, "herald accounts import")  # every line of standard error is JSON
+    progress = [r for r in records if r["message"].startswith("progress: ")]
+    assert progress, records
+    assert progress[0]["message"].startswith("progress: 0/10 users, "), progress[0]
+    assert progress[0]["metadata"]["done"] == "0" and progress[0]["metadata"]["total"] == "10", progress[0]
+    assert "rate" in progress[0]["metadata"], progress[0]
+    assert "imported 10 account(s)" in result.stdout, result.stdout

@@ -12,6 +12,8 @@ import signal
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from exposition import PROCESS_METRICS, assert_described
+from exposition import scrape as scrape_exposition
 from helpers import action_link, json_log_records, parse_link, wait_until, write_config
 from postfix import free_port
 
@@ -82,6 +84,31 @@ def test_worker_metrics_follow_the_mail_it_sends(herald, capture, tmp_path):
     assert "metrics listening" in worker.stderr()
 
 
+def test_worker_metrics_have_help_build_info_and_process_figures(herald, capture, tmp_path):
+    port = free_port()
+    config = write_config(tmp_path, capture, worker={"pollInterval": "50ms", "metricsPort": port},
+                          server={"metricsGaugeInterval": "0s"})
+    herald.send("verify-email", "help@x.test", config=config)
+    worker = herald.start("worker", config=config, name="worker")
+    wait_until(lambda: value(scrape(port), "herald_sends_total", outcome="sent") == 1, timeout=TIMEOUT,
+               what="the send counted")
+    scraped = scrape_exposition(f"http://127.0.0.1:{port}")
+
+    assert_described(scraped)
+    version = herald("--version").stdout.split()[1]
+    assert scraped.value("herald_build_info", version=version) == 1
+    for name in PROCESS_METRICS:
+        assert name in scraped.type, f"{name} missing from the worker's scrape"
+    assert scraped.value("process_cpu_seconds_total") > 0
+    assert scraped.value("process_resident_memory_bytes") > 1_000_000
+    assert 0 < scraped.value("process_open_fds") <= scraped.value("process_max_fds")
+    # The worker serves no API: no herald_http_* family.
+    assert not [name for name in scraped.type if name.startswith("herald_http_")]
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(TIMEOUT) == 0, worker.stderr()
+
+
 def test_no_metrics_listener_without_a_port(herald, capture, tmp_path):
     config = write_config(tmp_path, capture)
     herald.send("verify-email", "a@x.test", config=config)
@@ -133,6 +160,11 @@ def test_json_logs_of_the_worker_have_stable_keys_and_no_code_or_link(herald, st
     records = json_log_records(result.stderr, "herald worker")
     messages = [r["message"] for r in records]
     assert "worker started" in messages and any(m.startswith("worker finished") for m in messages), messages
+    # The run's counts are fields of their own, beside the sentence.
+    [finished] = [r for r in records if r["message"].startswith("worker finished")]
+    assert {k: finished["metadata"][k] for k in ("sent", "deferred", "failed", "dead", "possiblyDelivered")} == {
+        "sent": "1", "deferred": "1", "failed": "0", "dead": "0", "possiblyDelivered": "0"}, finished
+    assert {"released", "returned", "connections", "seconds", "rate"} <= set(finished["metadata"]), finished
     assert any(r["level"] == "warning" and r["metadata"].get("reply", "").startswith("451") for r in records), records
     assert any(r["level"] == "debug" for r in records), "log.level debug is honoured"
     [mail] = capture.messages()

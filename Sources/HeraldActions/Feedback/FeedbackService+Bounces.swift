@@ -74,7 +74,10 @@ extension FeedbackService {
                 outcomes.append(outcome)
                 logger.info(
                     "\(report.kind.rawValue) \(report.format.rawValue) for outbox \(id): \(outcome.state.rawValue)",
-                    metadata: ["status": "\(report.status ?? "-")", "suppressed": "\(outcome.suppressed?.reason.rawValue ?? "no")"])
+                    metadata: [
+                        "outbox": "\(id)", "kind": "\(report.kind.rawValue)", "state": "\(outcome.state.rawValue)",
+                        "status": "\(report.status ?? "-")", "suppressed": "\(outcome.suppressed?.reason.rawValue ?? "no")",
+                    ])
             }
         }
         return outcomes.isEmpty ? .unmatched(report) : .recorded(report, outcomes)

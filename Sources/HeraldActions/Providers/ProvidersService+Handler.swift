@@ -104,7 +104,8 @@ extension ProvidersService {
             throw HeraldError(
                 .operationNotAllowed, "sign-in with \(flow.providerId) through the handler is not enabled (providers: in the config)")
         } catch let error as HeraldError {
-            logger.warning("sign-in handler: \(flow.providerId) refused: \(error.code)")
+            logger.warning(
+                "sign-in handler: \(flow.providerId) refused: \(error.code)", metadata: ["provider": "\(flow.providerId)", "code": "\(error.code)"])
             return flow.answer(error: error, origin: origin, cookie: nil, apiKey: apiKey)
         }
     }
@@ -168,7 +169,9 @@ extension ProvidersService {
             return flow.answer(link: link, origin: origin, cookie: "", apiKey: apiKey)
         } catch {
             let failure = error as? HeraldError ?? HeraldError(.unavailable, "the sign-in could not be completed")
-            logger.warning("sign-in handler: \(flow.providerId) did not complete: \(failure.code)")
+            logger.warning(
+                "sign-in handler: \(flow.providerId) did not complete: \(failure.code)",
+                metadata: ["provider": "\(flow.providerId)", "code": "\(failure.code)"])
             return flow.answer(error: failure, origin: origin, cookie: "", apiKey: apiKey)
         }
     }

@@ -56,7 +56,7 @@ struct ImportAccounts: AsyncParsableCommand {
         try await reportingErrors {
             let runtime = try await Runtime.load(global)
             let accounts = try runtime.actions().accounts
-            let progress = ImportProgress(noun: "users")
+            let progress = ImportProgress(noun: "users", logger: runtime.logger)
             let report: AccountImportReport
             if try isFirebase() {
                 let (users, fileConfig) = try FirebaseUserFile.read(file)
@@ -147,7 +147,7 @@ struct ExportAccounts: AsyncParsableCommand {
             guard format == "firebase" else { throw HeraldError(.argumentError, "--format must be firebase, not \(format)") }
             let runtime = try await Runtime.load(global)
             let accounts = try runtime.actions().accounts
-            let progress = ImportProgress(noun: "users exported")
+            let progress = ImportProgress(noun: "users exported", logger: runtime.logger)
             let summary = try accounts.exportUsers(to: file) { progress.update($0, of: nil) }
             progress.finish()
             print("exported \(summary.users) account(s) to \(file) in " + String(format: "%.1fs", progress.elapsed))

@@ -116,7 +116,7 @@ struct ConfigurationParser {
         c.bounces.softWindow = try await duration("bounces.softWindow", c.bounces.softWindow, positive: true)
     }
 
-    /// `log.*`, `server.metricsToken` and the worker's metrics listener.
+    /// `log.*`, `server.metricsToken`, `server.accessLog` and the worker's metrics listener.
     func parseObservability(_ c: inout HeraldConfiguration) async throws {
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         c.log.level = try await text("log.level", c.log.level) {
@@ -128,6 +128,7 @@ struct ConfigurationParser {
         c.log.format = HeraldConfiguration.Log.Format(rawValue: format)!
         c.server.metricsToken = try await text("server.metricsToken", c.server.metricsToken, secret: true) { _ in nil }
         c.server.metricsGaugeInterval = try await duration("server.metricsGaugeInterval", c.server.metricsGaugeInterval, positive: false)
+        c.server.accessLog = try await flag("server.accessLog", c.server.accessLog)
         c.worker.metricsHost = try await text("worker.metricsHost", c.worker.metricsHost) { $0.isEmpty ? "must not be empty" : nil }
         c.worker.metricsPort = try await number("worker.metricsPort", c.worker.metricsPort, in: 0...65535)
     }

@@ -145,6 +145,10 @@ public struct HeraldConfiguration: Sendable {
         /// How often `/metrics` counts the outbox for its gauges (a read of the whole table): a scrape within this
         /// long of the last count answers with the gauges as they are; 0 counts on every scrape.
         public var metricsGaugeInterval: TimeInterval = 10
+        /// Log one line per HTTP request (label `herald.access`, at `info` whatever `log.level` says): method, path
+        /// without its query string, status, duration in milliseconds and client address. Never a query string, a
+        /// body or a header.
+        public var accessLog = false
         public init() {}
 
         /// `http://<host>:<port>`, with a wildcard listener's loopback address in its place (`0.0.0.0` → `127.0.0.1`,
