@@ -28,7 +28,7 @@ import Testing
         let store = try kind.makeStore(in: scratch)
         let (campaign, _, _) = try ledgerWithACampaign(store)
         let report = try store.report(campaign: campaign.id, now: now.addingTimeInterval(120))
-        #expect(report.status == "active")
+        #expect(report.status == .active)
         #expect(report.counts == [.sent: 1, .failed: 1, .queued: 1])
         #expect(report.total == 3)
         #expect(report.replyCodes == ["250": 1, "550": 1])

@@ -12,6 +12,29 @@ import time
 from helpers import herald_env, json_log_records, write_config, write_recipients
 
 
+def _run_on_a_terminal(argv: list[str], cwd, *, read_for: float, exit_within: float) -> str:
+    """Run `argv` with its standard error on a pseudo-terminal; what it drew there, once it exited 0."""
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=cwd, env=herald_env(None), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=secondary)
+    os.close(secondary)
+    output = b""
+    deadline = time.monotonic() + read_for
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the terminal closed: the process exited
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert proc.wait(timeout=exit_within) == 0, output.decode("utf-8", "replace")
+    finally:
+        os.close(primary)
+    return output.decode("utf-8", "replace")
+
+
 def test_worker_logs_progress_every_ten_seconds_off_a_terminal(herald, start_capture, tmp_path):
     capture = start_capture(delay=0.25)
     config = write_config(tmp_path, capture, smtp={"connections": 1})
@@ -28,24 +51,8 @@ def test_worker_draws_a_progress_line_on_a_terminal(herald, herald_bin, start_ca
     config = write_config(tmp_path, capture)
     recipients = write_recipients(tmp_path, [f"t{n}@example.com" for n in range(30)])
     herald("send", "verify-email", "--recipients", str(recipients), config=config)
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen([str(herald_bin), "worker", "--until-empty", "--concurrency", "1", "--config", str(config)],
-                            cwd=tmp_path, env=herald_env(None), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=secondary)
-    os.close(secondary)
-    output = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(primary, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    assert proc.wait(timeout=30) == 0
-    os.close(primary)
-    text = output.decode("utf-8", "replace")
+    text = _run_on_a_terminal([str(herald_bin), "worker", "--until-empty", "--concurrency", "1", "--config", str(config)],
+                              tmp_path, read_for=60, exit_within=30)
     assert "\r\x1b[2Ksent " in text and "msg/s" in text and "ETA" in text, text
 
 
@@ -59,24 +66,8 @@ def _plaintext_users(tmp_path, count: int):
 def test_an_import_draws_rows_rate_and_eta_on_a_terminal(herald_bin, tmp_path):
     config = write_config(tmp_path, accounts={"owner": "herald"})
     users = _plaintext_users(tmp_path, 130)  # three batches of plaintext passwords (64 each)
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen([str(herald_bin), "accounts", "import", str(users), "--config", str(config)],
-                            cwd=tmp_path, env=herald_env(None), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=secondary)
-    os.close(secondary)
-    output = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(primary, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    assert proc.wait(timeout=60) == 0
-    os.close(primary)
-    text = output.decode("utf-8", "replace")
+    text = _run_on_a_terminal([str(herald_bin), "accounts", "import", str(users), "--config", str(config)],
+                              tmp_path, read_for=120, exit_within=60)
     assert "\r\x1b[2K64/130 users, " in text and "/s, ETA " in text, text
 
 

@@ -25,9 +25,7 @@ public struct WebReturn: Sendable, Hashable, Codable {
         guard let text = query["redirectUrl"], !text.isEmpty, let page = WebURL(text) else {
             throw HeraldError(.invalidArgument, "the sign-in handler needs the page's redirectUrl, an http(s) URL")
         }
-        var hosts = Set(authorizedDomains.map { $0.lowercased() })
-        if hosts.contains("localhost") { hosts.formUnion(["127.0.0.1", "[::1]"]) }
-        guard hosts.contains(page.host) else {
+        guard AuthorizedHosts(domains: authorizedDomains).contains(page.host) else {
             throw HeraldError(
                 .unauthorizedDomain, "the page's domain \(page.host) is not an authorized domain (links.authorizedDomains)")
         }

@@ -45,7 +45,7 @@ extension ReportFormatter {
             try campaign.encode(report.campaign.id, forKey: .id)
             try campaign.encode(report.campaign.name, forKey: .name)
             try campaign.encode(report.campaign.kind.rawValue, forKey: .action)
-            try campaign.encode(report.status, forKey: .state)
+            try campaign.encode(report.status.rawValue, forKey: .state)
             try campaign.encode(report.campaign.rate, forKey: .rate)
             try campaign.encode(report.campaign.rejected, forKey: .rejected)
             let counts = Dictionary(uniqueKeysWithValues: OutboxState.allCases.map { ($0.rawValue, report.counts[$0] ?? 0) })

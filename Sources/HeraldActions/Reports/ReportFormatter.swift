@@ -6,7 +6,7 @@ import HeraldMail
 public enum ReportFormatter {
     public static func text(_ report: CampaignReport) -> String {
         var lines = [
-            "campaign \(report.campaign.id) \"\(report.campaign.name)\" (\(report.campaign.kind.rawValue)): \(report.status)",
+            "campaign \(report.campaign.id) \"\(report.campaign.name)\" (\(report.campaign.kind.rawValue)): \(report.status.rawValue)",
             "rows: \(report.total)  rejected at import: \(report.campaign.rejected)",
             "",
         ]
@@ -83,7 +83,7 @@ public enum ReportFormatter {
                 "<p>Time to redeem: p50 \(duration($0.p50)), p90 \(duration($0.p90)), p99 \(duration($0.p99))</p>"
             } ?? "<p>No redemptions yet.</p>"
         return """
-            <p class="meta">\(c.kind.rawValue) · <span class="status">\(report.status)</span>\(report.status == "scheduled" ? " · starts \(c.startAt.iso8601)" : "") · \(report.total) recipients · \(c.rejected) rejected at import\(c.rate.map { " · \(format($0))/s" } ?? "")</p>
+            <p class="meta">\(c.kind.rawValue) · <span class="status">\(report.status.rawValue)</span>\(report.status == .scheduled ? " · starts \(c.startAt.iso8601)" : "") · \(report.total) recipients · \(c.rejected) rejected at import\(c.rate.map { " · \(format($0))/s" } ?? "")</p>
             <div class="cards">
             <div class="card">Sent<b>\(report.sent)</b></div><div class="card">Clicked<b>\(report.clicked)</b></div>
             <div class="card">Redeemed<b>\(report.redeemed)</b></div><div class="card">Redemption rate<b>\(percent(report.redemptionRate))</b></div>

@@ -27,8 +27,8 @@ public struct CampaignReport: Sendable {
     }
 
     public let campaign: Campaign
-    /// `CampaignProgress.Status`: `scheduled`, `active`, `paused`, `cancelled`, or `done` when nothing is left to send.
-    public let status: String
+    /// What the campaign is doing, as `CampaignProgress` states it for every view of it.
+    public let status: CampaignProgress.Status
     public let counts: [OutboxState: Int]
     /// Last SMTP reply code per row ("none" for rows never answered).
     public let replyCodes: [String: Int]
@@ -44,7 +44,7 @@ public struct CampaignReport: Sendable {
     public let feedback: [FeedbackCount]
 
     public init(
-        campaign: Campaign, status: String, counts: [OutboxState: Int], replyCodes: [String: Int], sent: Int, clicked: Int,
+        campaign: Campaign, status: CampaignProgress.Status, counts: [OutboxState: Int], replyCodes: [String: Int], sent: Int, clicked: Int,
         redeemed: Int, timeToRedeem: Percentiles?, funnel: [Bucket], bucketSeconds: Int, feedback: [FeedbackCount] = []
     ) {
         self.feedback = feedback

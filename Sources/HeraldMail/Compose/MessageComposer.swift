@@ -115,12 +115,13 @@ public struct MessageComposer: Sendable {
     /// - Throws: `INVALID_HEADER` if a header value would carry CR/LF, `INVALID_DISPLAY_NAME` for a bad name.
     public func compose(_ input: Input) throws -> Composed {
         let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
-        let variables = variables(input, link: link)
+        let unsubscribe = unsubscribeLink(input)
+        let variables = variables(input, link: link, unsubscribe: unsubscribe)
         let templates = templates.compiled(input.kind, locale: input.locale, names: variables.keys.sorted())
         let message = MailMessage(
             from: from, to: try Mailbox(name: input.displayName, address: input.recipient), replyTo: replyTo,
             subject: templates.subject.render(variables), text: "", html: "", messageID: input.messageID, date: input.date,
-            extraHeaders: input.campaignID.map { _ in unsubscribeHeaders(outboxID: input.outboxID) } ?? [])
+            extraHeaders: input.campaignID.map { _ in unsubscribeHeaders(link: unsubscribe) } ?? [])
         func body(_ compiled: CompiledTemplate, _ encoded: EncodedTemplate?) -> MailMessage.Body {
             guard let encoded, encoded.fits(variables) else { return MailMessage.Body(compiled.render(variables)) }
             return MailMessage.Body(encoding: .quotedPrintable) { encoded.render(variables, into: &$0) }
@@ -134,11 +135,11 @@ public struct MessageComposer: Sendable {
     /// The subject and bodies `compose` writes for `input` (previews).
     public func content(_ input: Input) -> RenderedContent {
         let link = linkBuilder.link(for: input.kind, code: input.code, settings: input.settings, lang: input.locale.value)
-        return templates.render(input.kind, locale: input.locale, variables: variables(input, link: link))
+        return templates.render(input.kind, locale: input.locale, variables: variables(input, link: link, unsubscribe: unsubscribeLink(input)))
     }
 
     /// The template variables of one message: the caller's (campaign columns), overridden by the built-in ones.
-    private func variables(_ input: Input, link: String) -> [String: String] {
+    private func variables(_ input: Input, link: String, unsubscribe: String?) -> [String: String] {
         let lifetime = input.lifetime ?? lifetimes[input.kind] ?? 3600
         var variables: [String: String] = input.variables
         let hours = max(1, Int((lifetime / 3600).rounded()))
@@ -155,27 +156,29 @@ public struct MessageComposer: Sendable {
         variables.merge(PluralCategory.of(hours, language: language).variables("hours")) { _, builtIn in builtIn }
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
-        if input.campaignID != nil, let target = unsubscribeLink(outboxID: input.outboxID) { variables["unsubscribeLink"] = target }
+        if let unsubscribe { variables["unsubscribeLink"] = unsubscribe }
         return variables
     }
 
-    /// The visible unsubscribe link of campaign mail: Herald's confirm page with the row's signed token, else the
-    /// mailto address; nil when neither is configured (or for a preview, which has no row).
-    func unsubscribeLink(outboxID: Int64?) -> String? {
-        if !campaigns.unsubscribeURL.isEmpty, let outboxID, let unsubscribeTokens {
+    /// The visible unsubscribe link of campaign mail (signed once per message, for the body and the headers):
+    /// Herald's confirm page with the row's signed token, else the mailto address; nil for transactional mail and
+    /// when neither is configured.
+    func unsubscribeLink(_ input: Input) -> String? {
+        guard input.campaignID != nil else { return nil }
+        if !campaigns.unsubscribeURL.isEmpty, let outboxID = input.outboxID, let unsubscribeTokens {
             let separator = campaigns.unsubscribeURL.contains("?") ? "&" : "?"
             return "\(campaigns.unsubscribeURL)\(separator)token=\(unsubscribeTokens.token(for: outboxID))"
         }
         return campaigns.unsubscribeMailto.isEmpty ? nil : "mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe"
     }
 
-    /// RFC 2369 / RFC 8058 headers for campaign mail: the mailto target, and Herald's one-click https target with
-    /// the row's signed token (only with a row and a key to sign it); none when neither is configured.
-    func unsubscribeHeaders(outboxID: Int64?) -> [(name: String, value: String)] {
+    /// RFC 2369 / RFC 8058 headers for campaign mail: the mailto target, and Herald's one-click https target (`link`
+    /// from `unsubscribeLink`, when it is one); none when neither is configured.
+    func unsubscribeHeaders(link: String?) -> [(name: String, value: String)] {
         var targets: [String] = []
         if !campaigns.unsubscribeMailto.isEmpty { targets.append("<mailto:\(campaigns.unsubscribeMailto)?subject=unsubscribe>") }
         var oneClick = false
-        if let target = unsubscribeLink(outboxID: outboxID), target.hasPrefix("http") {
+        if let target = link, target.hasPrefix("http") {
             targets.append("<\(target)>")
             oneClick = true
         }

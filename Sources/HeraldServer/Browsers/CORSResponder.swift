@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Hummingbird
 
 /// Cross-origin access for web apps (the JS SDK in a browser), around every route and every unknown path.
@@ -10,13 +11,11 @@ import Hummingbird
 /// `Access-Control-Allow-Origin`. The API is cookieless: credentials are never allowed.
 struct CORSResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == HeraldRequestContext {
     let inner: Inner
-    let allowedHosts: Set<String>
+    let allowedHosts: AuthorizedHosts
 
     init(_ inner: Inner, authorizedDomains: [String]) {
         self.inner = inner
-        var hosts = Set(authorizedDomains.map { $0.lowercased() })
-        if hosts.contains("localhost") { hosts.formUnion(["127.0.0.1", "[::1]"]) }
-        allowedHosts = hosts
+        allowedHosts = AuthorizedHosts(domains: authorizedDomains)
     }
 
     /// The SDKs' headers, plus any other the preflight asks for: the API is cookieless, so a header adds no

@@ -107,8 +107,7 @@ struct SignInHandlerController: Sendable {
     /// The JS SDK's helper iframe. Only pages of the authorized domains may frame it (`frame-ancestors`), and its
     /// script speaks only to such a parent.
     private var iframePage: StaticPage {
-        var hosts = configuration.links.authorizedDomains.map { $0.lowercased() }
-        if hosts.contains("localhost") { hosts += ["127.0.0.1", "[::1]"] }
+        let hosts = AuthorizedHosts(domains: configuration.links.authorizedDomains).names
         let config =
             (try? JSONSerialization.data(withJSONObject: ["hosts": hosts], options: [.sortedKeys, .withoutEscapingSlashes]))
             .map { String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c") } ?? "{}"

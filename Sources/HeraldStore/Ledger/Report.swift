@@ -53,7 +53,7 @@ enum CampaignReporting {
         let (funnel, bucket) = Self.funnel(sent: sentTimes, redeemed: redeemTimes)
         let progress = CampaignProgress(campaign, counts: counts)
         return CampaignReport(
-            campaign: campaign, status: progress.status.rawValue, counts: counts, replyCodes: replyCodes, sent: progress.sent, clicked: clicked,
+            campaign: campaign, status: progress.status, counts: counts, replyCodes: replyCodes, sent: progress.sent, clicked: clicked,
             redeemed: redeemTimes.count, timeToRedeem: Self.percentiles(durations), funnel: funnel, bucketSeconds: bucket,
             feedback: feedback)
     }
