@@ -696,7 +696,8 @@ Every listing — `messages`, `campaigns list`, `accounts list`, `suppressions l
 
 `herald messages` reads the ledger in pages of 1,000 rows and writes each page out before reading the next, so its
 memory stays flat however many rows match; `--limit N` stops after the oldest N that match, and `--state`,
-`--email`, `--action`, `--campaign`, `--since` and `--until` narrow it. `campaigns report` is a report, not a
+`--email`, `--action`, `--campaign`, `--since` and `--until` narrow it. `accounts list` reads the same way, 1,000 accounts at a
+time in uid order (the order of `accounts:batchGet`), and takes `--limit` too. `campaigns report` is a report, not a
 listing: it keeps `--format text|json|html`.
 
 ### Times
@@ -736,6 +737,7 @@ herald --generate-completion-script fish > ~/.config/fish/completions/herald.fis
 * `audit --since 1h` works; `--since +10m` (the future) is refused everywhere it was accepted.
 * `keys list` and `throttles` print a header row and take `--format`; `accounts list` and `campaigns list` print
   aligned tables with a header.
+* `accounts list` lists in uid order, a page at a time, instead of oldest first after reading every account.
 * `suppressions remove` of an address not on the list prints one error line and exits 3 (it printed
   `removed 0 address(es)` as well); when others were removed the line says how many.
 * Bad input exits 64 and not-found 3 instead of 1 (see the table above).

@@ -187,7 +187,7 @@ func code(of call: () throws -> Void) -> String? {
         #expect(
             code { _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "a@example.com", password: "secret-1"), as: .app) }
                 == "OPERATION_NOT_ALLOWED")
-        #expect(code { _ = try rulebook.actions.accounts.listAccounts() } == "OPERATION_NOT_ALLOWED")
+        #expect(code { try rulebook.actions.accounts.listAccounts { _ in } } == "OPERATION_NOT_ALLOWED")
         #expect(code { _ = try rulebook.actions.redemption.applyVerification(code: "x", visitor: Self.visitor) } == "OPERATION_NOT_ALLOWED")
     }
 

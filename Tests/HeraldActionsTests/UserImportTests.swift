@@ -32,7 +32,26 @@ import Testing
         let hashed = [Self.sha256User("a", "a@example.com", password: "secret-1")]
         let missing = #expect(throws: HeraldError.self) { try accounts.importUsers(hashed, hash: .init()) }
         #expect(missing?.code == .missingHashAlgorithm)
-        #expect(try accounts.listAccounts().isEmpty)
+        var listed = 0
+        try accounts.listAccounts { _ in listed += 1 }
+        #expect(listed == 0)
+    }
+
+    @Test func listingPagesThroughEveryAccountInUidOrderAndStopsAtTheLimit() throws {
+        let rulebook = try Rulebook()
+        let accounts = rulebook.actions.accounts
+        let uids = ["e", "a", "d", "b", "c"]
+        for uid in uids { _ = try accounts.createAccount(SignUpRequest(email: "\(uid)@example.com", localId: uid), as: .admin) }
+        func listed(limit: Int?, pageSize: Int) throws -> [String] {
+            var seen: [String] = []
+            try accounts.listAccounts(limit: limit, pageSize: pageSize) { seen.append($0.uid) }
+            return seen
+        }
+        #expect(try listed(limit: nil, pageSize: 2) == uids.sorted())
+        #expect(try listed(limit: nil, pageSize: 5) == uids.sorted())
+        #expect(try listed(limit: 3, pageSize: 2) == ["a", "b", "c"])
+        #expect(try listed(limit: 4, pageSize: 2) == ["a", "b", "c", "d"])
+        #expect(try listed(limit: 9, pageSize: 1000) == uids.sorted())
     }
 
     @Test func refusedUsersAreAnsweredByIndexAndTheOthersImported() throws {

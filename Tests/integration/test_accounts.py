@@ -152,3 +152,19 @@ def test_firebase_auth_import_options_describe_the_hashes(herald, tmp_path):
     refused = herald("accounts", "import", str(export), "--hash-algo", "HMAC_SHA256", "--hash-input-order", "SIDEWAYS",
                      config=config, check=False)
     assert refused.returncode != 0 and "--hash-input-order must be SALT_FIRST or PASSWORD_FIRST" in refused.stderr
+
+
+def test_list_streams_every_account_in_uid_order_past_a_page_and_stops_at_the_limit(herald, tmp_path):
+    config = write_config(tmp_path, accounts={"owner": "herald"})
+    users = tmp_path / "users.jsonl"
+    uids = [f"u{n:05d}" for n in range(2345)]  # more than two pages of 1,000
+    shuffled = uids[1::2] + uids[0::2]
+    users.write_text("".join(json.dumps({"uid": uid, "email": f"{uid}@example.com"}) + "\n" for uid in shuffled),
+                     encoding="utf-8")
+    herald("accounts", "import", str(users), config=config)
+    lines = herald("accounts", "list", "--format", "jsonl", config=config).stdout.splitlines()
+    assert [json.loads(line)["uid"] for line in lines] == uids
+    limited = herald("accounts", "list", "--format", "csv", "--limit", "1500", config=config).stdout.splitlines()
+    assert limited[0].startswith("uid,") and [row.split(",")[0] for row in limited[1:]] == uids[:1500]
+    refused = herald("accounts", "list", "--limit", "0", config=config, check=False)
+    assert refused.returncode == 64 and "--limit" in refused.stderr

@@ -213,10 +213,20 @@ extension AccountsService {
         try store.identities(uid: uid)
     }
 
-    /// Every account, oldest first (`herald accounts list`).
-    public func listAccounts() throws -> [Account] {
+    /// Every account in uid order, handed to `body` a page of `pageSize` at a time so memory stays flat however many
+    /// there are (`herald accounts list`); stops after `limit` accounts when given.
+    public func listAccounts(limit: Int? = nil, pageSize: Int = 1000, _ body: (Account) throws -> Void) throws {
         try requireAccountOwnership("herald accounts list")
-        return try store.accounts()
+        var after: String?
+        var left = limit ?? Int.max
+        while left > 0 {
+            let wanted = min(pageSize, left)
+            let page = try store.accounts(after: after, limit: wanted)
+            for account in page { try body(account) }
+            guard page.count == wanted, let last = page.last else { return }
+            left -= wanted
+            after = last.uid
+        }
     }
 
 }

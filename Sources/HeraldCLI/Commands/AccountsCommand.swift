@@ -160,10 +160,13 @@ struct ExportAccounts: AsyncParsableCommand {
 
 /// `herald accounts list`.
 struct ListAccounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List accounts.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List accounts.",
+        discussion: "Accounts stream in uid order (the order of accounts:batchGet), read 1,000 at a time, however many there are.")
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
+    @Option(help: "At most this many accounts (the first in uid order).") var limit: Int?
 
     static let columns: [RowWriter.Column] = [
         .init("UID", key: "uid"), .init("EMAIL", key: "email"), .init("VERIFIED", key: "emailVerified"),
@@ -173,17 +176,19 @@ struct ListAccounts: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let format = try output.resolved()
+            if let limit, limit < 1 { throw HeraldError(.argumentError, "--limit: expected a positive number of accounts") }
             let runtime = try await Runtime.load(global)
-            let accounts = try runtime.actions().accounts.listAccounts()
             let writer = RowWriter(format: format, columns: Self.columns)
-            for account in accounts {
+            var count = 0
+            try runtime.actions().accounts.listAccounts(limit: limit) { account in
                 let cells: [String?] = [
                     account.uid, account.email, "\(account.emailVerified)", "\(account.passwordHash != nil)", "\(account.disabled)",
                     account.displayName ?? "",
                 ]
                 try writer.write(cells, json: AccountJSON(account: account))
+                count += 1
             }
-            writer.finish(summary: "\(accounts.count) account(s)")
+            writer.finish(summary: "\(count) account(s)")
         }
     }
 }
