@@ -44,6 +44,7 @@ struct ConsoleController: Sendable {
             pages.post("campaigns/:id/\(verb.rawValue)") { request, context in try await changeCampaign(request, context: context, verb) }
         }
         pages.get("messages", use: messages)
+        pages.post("messages/bulk", use: bulkMessages)
         pages.get("messages/:id", use: message)
         for verb in MessageChange.allCases {
             pages.post("messages/:id/\(verb.rawValue)") { request, context in try await changeMessage(request, context: context, verb) }
