@@ -22,7 +22,7 @@ from test_console_http import assert_error_page, message_ids
 from test_console_readonly import console_server, reader  # noqa: F401
 
 PAGE = 50  # rows a page (ConsoleController.messagePageSize)
-BULK = "/admin/messages/bulk"
+BULK = "/admin/console/messages/bulk"
 
 
 def fields(form) -> list:

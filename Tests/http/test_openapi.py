@@ -70,7 +70,7 @@ ROUTES = {
     ("get", "/admin"), ("get", "/admin/sign-in"), ("post", "/admin/sign-in"), ("post", "/admin/sign-out"),
     ("get", "/admin/campaigns"), ("post", "/admin/campaigns/{id}/pause"), ("post", "/admin/campaigns/{id}/resume"),
     ("post", "/admin/campaigns/{id}/cancel"), ("get", "/admin/messages"), ("get", "/admin/messages/{id}"),
-    ("post", "/admin/messages/{id}/retry"), ("post", "/admin/messages/{id}/cancel"), ("post", "/admin/messages/bulk"),
+    ("post", "/admin/messages/{id}/retry"), ("post", "/admin/messages/{id}/cancel"), ("post", "/admin/console/messages/bulk"),
     ("get", "/admin/audit/search"),
     ("get", "/admin/templates"), ("get", "/admin/templates/{action}/{locale}"),
     ("get", "/admin/templates/{action}/{locale}/html"), ("post", "/admin/templates/{action}/{locale}/test"),

@@ -3,7 +3,7 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `POST /admin/messages/bulk`: retry or cancel the messages ticked on the page, or every message the search
+/// `POST /admin/console/messages/bulk`: retry or cancel the messages ticked on the page, or every message the search
 /// matches. Nothing changes before a page naming the count ("Cancel 722 messages?"), which is a dry run of the
 /// same change; its button posts again with `confirm=yes`, and the change goes through `SendingService` as the
 /// message page's buttons and `herald messages retry|cancel` do.
@@ -31,6 +31,8 @@ extension ConsoleController {
 
         var name: String { "\(change.rawValue)-\(wholeSearch ? "search" : "selected")" }
     }
+
+    static let bulkPath = "/admin/console/messages/bulk"
 
     /// Most messages one selection may name.
     static let bulkSelectionLimit = 1000
@@ -128,7 +130,7 @@ extension ConsoleController {
         let button = operation.change == .cancel ? #" class="cancel""# : ""
         let body = """
             <p id="bulk-count">\(count) \(noun) \(which) will change. \(what)</p>
-            <form id="confirm-bulk" class="bulk" method="post" action="\(Self.messagesPath)/bulk">\(inputs)\
+            <form id="confirm-bulk" class="bulk" method="post" action="\(Self.bulkPath)">\(inputs)\
             <button type="submit"\(button)>\(verb) \(count) \(noun)</button> \(back)</form>
             """
         return ConsolePage.response(ConsolePage.html("\(verb) \(count) \(noun)?", body, session: session, current: "messages"))
@@ -154,7 +156,7 @@ extension ConsoleController {
             #"<input type="hidden" name="\#(name)" value="\#(ConsolePage.escape(value))">"#
         }.joined()
         return """
-            <form id="bulk" method="post" action="\(Self.messagesPath)/bulk">\(hidden)\(table)
+            <form id="bulk" method="post" action="\(Self.bulkPath)">\(hidden)\(table)
             <div class="bulk" id="bulk-actions"><span class="muted">Ticked:</span>\
             <button id="retry-selected" name="op" value="retry-selected" type="submit">Retry</button>\
             <button id="cancel-selected" name="op" value="cancel-selected" type="submit" class="cancel">Cancel</button>\

@@ -44,7 +44,6 @@ struct ConsoleController: Sendable {
             pages.post("campaigns/:id/\(verb.rawValue)") { request, context in try await changeCampaign(request, context: context, verb) }
         }
         pages.get("messages", use: messages)
-        pages.post("messages/bulk", use: bulkMessages)
         pages.get("messages/:id", use: message)
         for verb in MessageChange.allCases {
             pages.post("messages/:id/\(verb.rawValue)") { request, context in try await changeMessage(request, context: context, verb) }
@@ -59,6 +58,8 @@ struct ConsoleController: Sendable {
         pages.post("console/suppressions/add", use: addSuppressions)
         pages.post("console/suppressions/remove", use: removeSuppression)
         pages.get("console/suppressions/export", use: exportSuppressions)
+        // Under `console/`: beside `messages/{id}`, `messages/bulk` would take GETs the router answers 404, not 405.
+        pages.post("console/messages/bulk", use: bulkMessages)
         pages.get("console/webhooks", use: webhooksPage)
         pages.post("console/webhooks/replay", use: replayWebhooks)
         return routes
