@@ -28,6 +28,43 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func searchPagesByIdBothWaysWithoutGapsOrRepeats(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        var ids: [Int64] = []
+        for index in 0..<7 {
+            ids.append(try store.enqueue(Fixture.request(.resetPassword, "p\(index)@example.com"), messageDomain: Fixture.messageDomain))
+        }
+        let newestFirst = Array(ids.reversed())
+        var pages: [[Int64]] = []
+        var search = MessageSearch()
+        while true {
+            let page = try store.searchMessages(search, limit: 3).map(\.id)
+            guard let last = page.last else { break }
+            pages.append(page)
+            search.olderThan = last
+        }
+        #expect(pages == [Array(newestFirst[0..<3]), Array(newestFirst[3..<6]), [newestFirst[6]]])
+        var back = MessageSearch()
+        back.newerThan = newestFirst[6]
+        #expect(try store.searchMessages(back, limit: 3).map(\.id) == Array(newestFirst[3..<6]), "the nearest newer rows, newest first")
+        back.newerThan = newestFirst[2]
+        #expect(try store.searchMessages(back, limit: 3).map(\.id) == Array(newestFirst[0..<2]))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func searchFiltersByQueueTimeRange(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        var ids: [Int64] = []
+        for (index, hoursAgo) in [3.0, 2.0, 1.0].enumerated() {
+            let request = try Fixture.request(.resetPassword, "t\(index)@example.com")
+            ids.append(try store.enqueue(request, messageDomain: Fixture.messageDomain, throttle: nil, now: now.addingTimeInterval(-hoursAgo * 3600)))
+        }
+        let window = MessageSearch(since: now.addingTimeInterval(-2.5 * 3600), until: now.addingTimeInterval(-1.5 * 3600))
+        #expect(try store.searchMessages(window, limit: 10).map(\.id) == [ids[1]])
+        #expect(try store.searchMessages(MessageSearch(since: now.addingTimeInterval(-2 * 3600)), limit: 10).map(\.id) == [ids[2], ids[1]])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func historyListsAttemptsOperatorEventsLinkEventsAndFeedbackInTimeOrder(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let policy = Fixture.policy()

@@ -52,4 +52,20 @@ import Testing
         _ = try store.cancel(campaign: campaign.id, now: now)
         #expect(try store.retry(RequeueFilter(states: [.cancelled]), actor: "test", dryRun: true, now: now).isEmpty)
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func cancelNarrowsByActionAndQueueTime(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let earlier = now.addingTimeInterval(-7200)
+        let domain = Fixture.messageDomain
+        let old = try store.enqueue(Fixture.request(.resetPassword, "a@example.com"), messageDomain: domain, throttle: nil, now: earlier)
+        let oldOther = try store.enqueue(Fixture.request(.verifyEmail, "b@example.com"), messageDomain: domain, throttle: nil, now: earlier)
+        let recent = try store.enqueue(Fixture.request(.resetPassword, "c@example.com"), messageDomain: domain, throttle: nil, now: now)
+        let filter = RequeueFilter(states: [.queued], until: now.addingTimeInterval(-3600), kind: .resetPassword)
+        #expect(filter.isNarrowed)
+        #expect(try store.cancel(filter, actor: "test", dryRun: true, now: now) == [old])
+        #expect(try store.cancel(filter, actor: "test", dryRun: false, now: now) == [old])
+        let states = try store.messages().reduce(into: [Int64: OutboxState]()) { $0[$1.id] = $1.state }
+        #expect(states[old] == .cancelled && states[oldOther] == .queued && states[recent] == .queued)
+    }
 }

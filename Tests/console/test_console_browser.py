@@ -232,6 +232,16 @@ def overflow(driver) -> dict:
         " body: document.body.scrollWidth, navRight: right};")
 
 
+def assert_fits(driver, url: str, width: int, ready: str = "h1") -> dict:
+    """Opens `url` at the viewport `width` set by set_width and asserts the page does not scroll sideways."""
+    driver.get(url)
+    css(driver, ready)
+    got = overflow(driver)
+    assert got["inner"] == width, f"{url}: the viewport is {got['inner']} px wide, not {width} (page too wide?)"
+    assert got["scroll"] <= got["inner"], f"{url} at {width} px scrolls sideways: {got}"
+    return got
+
+
 def console_pages(ledger) -> list:
     """Every console page, old and new, with content in it (tables with rows, long addresses)."""
     delivered = ledger.delivered("widthsmessage-with-a-rather-long-local-part", 1)
@@ -257,11 +267,7 @@ def test_every_console_page_fits_the_width_without_horizontal_scrolling(console,
     set_width(console, width)
     try:
         for index, path in enumerate(pages):
-            console.get(console_server.url + path)
-            css(console, "h1")
-            got = overflow(console)
-            assert got["inner"] == width, f"{path}: the viewport is {got['inner']} px wide, not {width} (page too wide?)"
-            assert got["scroll"] <= got["inner"], f"{path} at {width} px scrolls sideways: {got}"
+            got = assert_fits(console, console_server.url + path, width)
             if path != "/admin/sign-in":
                 assert got["navRight"] <= width, f"{path} at {width} px: navigation cut off at {got['navRight']}"
                 for link_id in NAV_LINKS:

@@ -11,6 +11,11 @@ public struct MessageSearch: Sendable, Hashable {
     public var since: Date?
     /// Rows queued at or before this time.
     public var until: Date?
+    /// Keyset paging: only rows with a smaller id (the page after one ending at this id, in newest-first order).
+    public var olderThan: Int64?
+    /// Keyset paging: only rows with a larger id (the page before one starting at this id); the nearest ones are
+    /// returned, still newest first.
+    public var newerThan: Int64?
 
     public init(
         state: OutboxState? = nil, kind: ActionKind? = nil, email: EmailAddress? = nil, campaign: Int64? = nil, since: Date? = nil,

@@ -9,19 +9,25 @@ public struct RequeueFilter: Sendable, Hashable {
     public var email: EmailAddress?
     /// Rows queued at or after this time.
     public var since: Date?
+    /// Rows queued at or before this time.
+    public var until: Date?
+    /// Rows of this action.
+    public var kind: ActionKind?
     /// Only these rows (the console's buttons on one message).
     public var ids: [Int64]?
     /// Every row in `states`: required when no other filter narrows the change, so an empty request never
     /// cancels (or retries) the whole ledger by accident.
     public var all: Bool
 
-    /// Whether a campaign, an address or a time narrows the filter.
-    public var isNarrowed: Bool { campaign != nil || email != nil || since != nil || ids != nil }
+    /// Whether a campaign, an address, a time or a list of rows narrows the filter (an action alone does not).
+    public var isNarrowed: Bool { campaign != nil || email != nil || since != nil || until != nil || ids != nil }
 
     public init(
-        states: Set<OutboxState>, campaign: Int64? = nil, email: EmailAddress? = nil, since: Date? = nil, ids: [Int64]? = nil,
-        all: Bool = false
+        states: Set<OutboxState>, campaign: Int64? = nil, email: EmailAddress? = nil, since: Date? = nil, until: Date? = nil,
+        kind: ActionKind? = nil, ids: [Int64]? = nil, all: Bool = false
     ) {
+        self.until = until
+        self.kind = kind
         self.all = all
         self.ids = ids
         self.states = states

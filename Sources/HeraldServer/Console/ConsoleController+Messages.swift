@@ -3,16 +3,27 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `/admin/messages`: search the outbox, one message's whole history, retry and cancel.
+/// `/admin/messages`: search the outbox a page at a time, one message's whole history, retry and cancel (of one message
+/// here, of a selection or a whole search in `ConsoleController+BulkMessages.swift`).
 extension ConsoleController {
-    /// The search form's fields; empty ones mean "any".
+    /// The search form's fields (the bulk form repeats them); empty ones mean "any".
     struct MessageFields: Decodable {
         var email: String?
         var state: String?
         var action: String?
         var campaign: String?
+        /// Queued at or after, at or before: ISO 8601, `now`, or how long ago (`90s`, `10m`, `1h`, `2d`), as
+        /// `herald messages --since/--until` take them.
+        var since: String?
+        var until: String?
+        /// Keyset paging: the page of rows older, or newer, than this message id.
+        var older: String?
+        var newer: String?
 
-        func search() throws -> MessageSearch {
+        /// The search; relative times count back from `now`, rounded up to a whole second so that the resolved
+        /// times the page's links carry (`pairs`) name the same window.
+        func search(now: Date = Date()) throws -> MessageSearch {
+            let whole = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.up))
             var search = MessageSearch()
             if let email = nonEmpty(email) { search.email = try EmailAddress(email) }
             if let state = nonEmpty(state) {
@@ -27,28 +38,82 @@ extension ConsoleController {
                 guard let id = Int64(campaign) else { throw HeraldError(.argumentError, "campaign must be a number") }
                 search.campaign = id
             }
+            search.since = try nonEmpty(since).map { try TimeArgument.past($0, option: "from", now: whole) }
+            search.until = try nonEmpty(until).map { try TimeArgument.past($0, option: "to", now: whole) }
+            search.olderThan = try Self.cursor(older)
+            search.newerThan = try Self.cursor(newer)
             return search
+        }
+
+        private static func cursor(_ text: String?) throws -> Int64? {
+            guard let text = nonEmpty(text) else { return nil }
+            guard let id = Int64(text), id > 0 else { throw HeraldError(.argumentError, "a page link names a message id, not \(text)") }
+            return id
+        }
+
+        /// The search's filters (not its cursor) as field names and values, times resolved: what the page's links
+        /// and the bulk form carry, so a later page or a bulk change covers the window this page showed.
+        static func pairs(_ search: MessageSearch) -> [(String, String)] {
+            var pairs: [(String, String)] = []
+            if let email = search.email { pairs.append(("email", email.value)) }
+            if let state = search.state { pairs.append(("state", state.rawValue)) }
+            if let kind = search.kind { pairs.append(("action", kind.rawValue)) }
+            if let campaign = search.campaign { pairs.append(("campaign", "\(campaign)")) }
+            if let since = search.since { pairs.append(("since", since.iso8601)) }
+            if let until = search.until { pairs.append(("until", until.iso8601)) }
+            return pairs
         }
     }
 
-    static let messageLimit = 200
+    /// One page of a keyset-paged search, newest first, and whether newer and older rows lie beyond it.
+    struct MessagePage {
+        let rows: [OutboxMessage]
+        let hasNewer: Bool
+        let hasOlder: Bool
 
-    @Sendable func messages(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let decoded = try? request.uri.decodeQuery(as: MessageFields.self, context: context)
-        let fields = decoded ?? MessageFields()
-        let form = """
-            <form id="message-search" class="filters" method="get" action="/admin/messages">
+        /// `fetched` is up to `size + 1` rows of `search`: an extra row says more lie in the direction read.
+        init(_ fetched: [OutboxMessage], search: MessageSearch, size: Int) {
+            let more = fetched.count > size
+            let upwards = search.newerThan != nil && search.olderThan == nil
+            rows = Array(upwards ? fetched.suffix(size) : fetched.prefix(size))
+            hasNewer = upwards ? more : search.olderThan != nil
+            hasOlder = upwards || more
+        }
+    }
+
+    static let messagePageSize = 50
+    static let messagesPath = "/admin/messages"
+
+    /// `/admin/messages?…`: the query string of `pairs`, HTML-escaped for an `href`.
+    static func messagesLink(_ pairs: [(String, String)]) -> String {
+        let query = pairs.map { "\($0.0)=\(queryEscape($0.1))" }.joined(separator: "&")
+        return ConsolePage.escape(query.isEmpty ? messagesPath : "\(messagesPath)?\(query)")
+    }
+
+    static func messageSearchForm(_ fields: MessageFields) -> String {
+        let time = "ISO 8601, now, or how long ago: 90s, 10m, 1h, 2d"
+        return """
+            <form id="message-search" class="filters" method="get" action="\(messagesPath)">
             <label>Email <input name="email" type="email" value="\(ConsolePage.escape(fields.email ?? ""))"></label>
             <label>State <select name="state">\(ConsolePage.options(OutboxState.allCases.map(\.rawValue), selected: fields.state))</select></label>
             <label>Action <select name="action">\(ConsolePage.options(ActionKind.allCases.map(\.rawValue), selected: fields.action))</select></label>
             <label>Campaign <input name="campaign" inputmode="numeric" size="6" value="\(ConsolePage.escape(fields.campaign ?? ""))"></label>
+            <label>Queued from <input name="since" size="20" placeholder="2d" title="\(time)" value="\(ConsolePage.escape(fields.since ?? ""))"></label>
+            <label>to <input name="until" size="20" placeholder="now" title="\(time)" value="\(ConsolePage.escape(fields.until ?? ""))"></label>
             <button id="search" type="submit">Search</button></form>
             """
-        let rows: [OutboxMessage]
+    }
+
+    @Sendable func messages(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let decoded = try? request.uri.decodeQuery(as: MessageFields.self, context: context)
+        let fields = decoded ?? MessageFields()
+        let form = Self.messageSearchForm(fields)
+        let search: MessageSearch
+        let fetched: [OutboxMessage]
         do {
             guard decoded != nil else { throw HeraldError(.argumentError, "the search could not be read: give each field once") }
-            let search = try fields.search()
-            rows = try await offload { try console.searchMessages(search, limit: Self.messageLimit + 1) }
+            search = try fields.search()
+            fetched = try await offload { try console.searchMessages(search, limit: Self.messagePageSize + 1) }
         } catch let error as HeraldError where error.code != .unavailable {
             return ConsolePage.response(
                 ConsolePage.html("Messages", form + ConsolePage.error(error.description), session: context.consoleSession, current: "messages"),
@@ -56,22 +121,27 @@ extension ConsoleController {
         } catch {
             return failure(error, "Messages", context: context)
         }
-        let tableRows = rows.prefix(Self.messageLimit).map { row in
-            """
-            <tr id="message-\(row.id)"><td><a href="/admin/messages/\(row.id)">\(row.id)</a></td><td>\(row.kind.rawValue)</td>\
-            <td class="recipient">\(ConsolePage.escape(row.recipient.value))</td><td class="state">\(row.state.rawValue)</td>\
-            <td>\(row.attempts)</td><td>\(ConsolePage.escape(String((row.lastReply ?? "").prefix(60))))</td>\
-            <td>\(row.queuedAt.iso8601)</td><td>\(row.campaignID.map(String.init) ?? "")</td></tr>
-            """
+        let page = MessagePage(fetched, search: search, size: Self.messagePageSize)
+        let pairs = MessageFields.pairs(search)
+        var links: [String] = []
+        if page.hasNewer, let first = page.rows.first {
+            links.append(#"<a id="newer-page" href="\#(Self.messagesLink(pairs + [("newer", String(first.id))]))">Newer</a>"#)
         }
-        let more =
-            rows.count > Self.messageLimit ? #"<p class="muted">The newest \#(Self.messageLimit) shown; narrow the search for older ones.</p>"# : ""
-        let body =
-            form
-            + ConsolePage.table(
-                id: "messages", ["ID", "Action", "Recipient", "State", "Tries", "Last reply", "Queued (UTC)", "Campaign"], tableRows,
-                empty: "No messages match.") + more
-        return ConsolePage.response(ConsolePage.html("Messages", body, session: context.consoleSession, current: "messages"))
+        if search.olderThan != nil || search.newerThan != nil {
+            links.append(#"<a id="newest-page" href="\#(Self.messagesLink(pairs))">Newest</a>"#)
+        }
+        if page.hasOlder, let last = page.rows.last {
+            links.append(#"<a id="older-page" href="\#(Self.messagesLink(pairs + [("older", String(last.id))]))">Older</a>"#)
+        }
+        let done = Self.bulkNotice(request.uri.queryParameters["done"].map(String.init), request.uri.queryParameters["count"].map(String.init))
+        let body = """
+            \(ConsolePage.notice(done))\(form)
+            \(bulkForm(page.rows, pairs: pairs, csrf: context.consoleSession?.csrf ?? ""))
+            <p id="paging">\(links.joined(separator: " · "))</p>
+            <p class="muted">Newest first, \(Self.messagePageSize) a page.</p>
+            """
+        return ConsolePage.response(
+            ConsolePage.html("Messages", body, session: context.consoleSession, current: "messages", style: Self.bulkStyle))
     }
 
     static let messageNotices = [
@@ -128,7 +198,21 @@ extension ConsoleController {
     }
 
     /// The buttons of a message's page.
-    enum MessageChange: String, CaseIterable, Sendable { case retry, cancel }
+    enum MessageChange: String, CaseIterable, Sendable {
+        case retry, cancel
+
+        /// The states the change takes a named message from.
+        var states: Set<OutboxState> { self == .retry ? SendingService.retryableStates : SendingService.cancellableStates }
+    }
+
+    /// A retry or a cancel through `SendingService`, as `herald messages retry|cancel` makes it: the rows it matched
+    /// (and, unless a dry run, changed).
+    func requeue(_ change: MessageChange, _ filter: RequeueFilter, dryRun: Bool) async throws -> [Int64] {
+        switch change {
+        case .retry: return try await offload { try sending.retryMessages(filter, actor: "console", dryRun: dryRun).ids }
+        case .cancel: return try await offload { try sending.cancelMessages(filter, actor: "console", dryRun: dryRun).ids }
+        }
+    }
 
     /// `POST /admin/messages/{id}/retry|cancel`.
     func changeMessage(_ request: Request, context: HeraldRequestContext, _ change: MessageChange) async throws -> Response {
@@ -138,14 +222,7 @@ extension ConsoleController {
         let changed: [Int64]
         do {
             _ = try await offload { try console.messageHistory(id: id) }  // a 404 page for a row that does not exist
-            switch change {
-            case .retry:
-                let filter = RequeueFilter(states: SendingService.retryableStates, ids: [id])
-                changed = try await offload { try sending.retryMessages(filter, actor: "console", dryRun: false).ids }
-            case .cancel:
-                let filter = RequeueFilter(states: SendingService.cancellableStates, ids: [id])
-                changed = try await offload { try sending.cancelMessages(filter, actor: "console", dryRun: false).ids }
-            }
+            changed = try await requeue(change, RequeueFilter(states: change.states, ids: [id]), dryRun: false)
         } catch {
             return failure(error, "Message \(id)", context: context)
         }

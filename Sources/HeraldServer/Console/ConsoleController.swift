@@ -58,6 +58,8 @@ struct ConsoleController: Sendable {
         pages.post("console/suppressions/add", use: addSuppressions)
         pages.post("console/suppressions/remove", use: removeSuppression)
         pages.get("console/suppressions/export", use: exportSuppressions)
+        // Under `console/`: beside `messages/{id}`, `messages/bulk` would take GETs the router answers 404, not 405.
+        pages.post("console/messages/bulk", use: bulkMessages)
         pages.get("console/webhooks", use: webhooksPage)
         pages.post("console/webhooks/replay", use: replayWebhooks)
         return routes

@@ -6,11 +6,14 @@ extension LedgerEngine {
         var conditions = OutboxConditions(arguments: ["limit": limit])
         conditions.search(search)
         let (filter, arguments) = (conditions.whereClause, conditions.sqlArguments)
-        return try read { db in
+        // The page before a cursor is the nearest rows above it: read upwards from it, then show newest first.
+        let upwards = search.newerThan != nil && search.olderThan == nil
+        let rows = try read { db in
             var cache = Records.MessageDecoding()
-            return try db.fetchAll("SELECT * FROM outbox \(filter) ORDER BY id DESC LIMIT :limit", arguments)
+            return try db.fetchAll("SELECT * FROM outbox \(filter) ORDER BY id \(upwards ? "ASC" : "DESC") LIMIT :limit", arguments)
                 .map { try Records.message($0, cache: &cache) }
         }
+        return upwards ? Array(rows.reversed()) : rows
     }
 
     public func history(outboxID id: Int64) throws -> MessageHistory? {

@@ -55,6 +55,8 @@ extension OutboxEngine {
         conditions.campaign(filter.campaign)
         conditions.email(filter.email)
         conditions.queued(since: filter.since)
+        conditions.queued(until: filter.until)
+        conditions.kind(filter.kind)
         if let ids = filter.ids {
             switch dialect {
             case .sqlite: conditions.add("o.id IN (\(ids.map(String.init).joined(separator: ",")))")

@@ -63,6 +63,8 @@ struct OutboxConditions {
         campaign(search.campaign)
         queued(since: search.since)
         queued(until: search.until)
+        if let older = search.olderThan { add("\(column("id")) < :older", ["older": older]) }
+        if let newer = search.newerThan { add("\(column("id")) > :newer", ["newer": newer]) }
     }
 
     /// `WHERE …`, or nothing when no filter applies.

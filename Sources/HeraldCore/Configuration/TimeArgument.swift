@@ -1,10 +1,9 @@
 import Foundation
-import HeraldCore
 
 /// The times `--since` and `--until` take everywhere: an ISO 8601 time, `now`, or a duration meaning that long ago
 /// (`90s`, `10m`, `1h`, `2d`). A time in the future is refused: nothing in the ledger has happened yet.
-enum TimeArgument {
-    static func past(_ text: String, option: String, now: Date = Date()) throws -> Date {
+public enum TimeArgument {
+    public static func past(_ text: String, option: String, now: Date = Date()) throws -> Date {
         let date: Date
         if text == "now" {
             date = now
