@@ -183,7 +183,31 @@ public struct HeraldConfiguration: Sendable {
         public var cooldown: TimeInterval = 60
         /// Most emails of one action to one address per 24 hours.
         public var dailyCap = 20
+        /// Codes to type beside links: `off` (none, whatever a request asks), `request` (when a `sendOobCode` asks with
+        /// `typedCode: true`), `sign-in` (email-link sign-in mail, and others when asked) or `all` (every action's mail
+        /// but email recovery). A request's `typedCode: false` leaves the code out.
+        public var typedCodes = TypedCodes.off
+        /// How long a typed code is (6–10) and what it is made of.
+        public var typedCodeLength = 6
+        public var typedCodeAlphabet = TypedCode.Alphabet.digits
+        /// Wrong tries a typed code survives; the next wrong one kills it (its link stays good).
+        public var typedCodeTries = 5
         public init() {}
+
+        public enum TypedCodes: String, Sendable, CaseIterable {
+            case off, request
+            case signIn = "sign-in"
+            case all
+
+            /// Whether mail of `kind` carries a typed code when its request did not say.
+            public func covers(_ kind: ActionKind) -> Bool {
+                switch self {
+                case .off, .request: false
+                case .signIn: kind == .signIn
+                case .all: kind != .recoverEmail
+                }
+            }
+        }
     }
 
     /// Abuse limits on app-initiated requests (API-key callers; admin callers are exempt). 0 turns a limit off.

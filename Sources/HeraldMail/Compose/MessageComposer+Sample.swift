@@ -6,12 +6,14 @@ extension MessageComposer {
     public static let sampleCode = "PREVIEW-ONLY-NOT-A-VALID-CODE"
 
     /// What an outbox row's email needs, with `code` (the row's own, or `sampleCode` for a preview).
-    public static func input(for message: OutboxMessage, code: String, date: Date) -> Input {
-        Input(
+    public static func input(for message: OutboxMessage, code: String, typedCode: String? = nil, date: Date) -> Input {
+        var input = Input(
             kind: message.kind, email: message.email, newEmail: message.newEmail, displayName: message.displayName,
             locale: message.locale, settings: message.settings, code: code, messageID: message.messageID,
             requestedAt: message.queuedAt, date: date, variables: message.variables, campaignID: message.campaignID,
             lifetime: message.linkLifetime, outboxID: message.id)
+        input.typedCode = typedCode
+        return input
     }
 
     /// An action's message with sample data, as `herald templates preview` and the console show it: the link

@@ -1,0 +1,187 @@
+"""Codes to type beside links (`policy.typedCodes`, `codes:redeemTyped`): the code in the mail, typed right,
+wrong, too often, late, after its link, from another client, for each action; against a real capture SMTP server.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+
+from helpers import action_link, html_part, text_part
+from http_support import CONTINUE, assert_error, code_of, is_jwt, ok, unique_email
+
+PASSWORD = "first-password-1"
+NEW_PASSWORD = "second-password-2"
+CODE_LINE = re.compile(r"^    (\S+)\r?$", re.MULTILINE)
+
+
+def typed_code(message) -> str:
+    """The code of a mail: on its own indented line in the text part, and the same, large, in the HTML part."""
+    codes = CODE_LINE.findall(text_part(message))
+    assert len(codes) == 1, text_part(message)
+    html = html_part(message)
+    assert f">{codes[0]}</span>" in html and "font-size: 28px" in html, html
+    return codes[0]
+
+
+def mail_code(srv, email: str, count: int = 1) -> tuple[str, str]:
+    """The typed code and the link's code of the `count`th mail to `email`."""
+    message = srv.mail_to(email, count=count)[count - 1]["message"]
+    return typed_code(message), code_of(action_link(message))
+
+
+def redeem(srv, request_type: str, email: str, code: str, **extra):
+    return srv.post("codes:redeemTyped", {"requestType": request_type, "email": email, "code": code, **extra})
+
+
+def ledger(srv, sql: str, *args):
+    with sqlite3.connect(srv.db_path) as db:
+        return db.execute(sql, args).fetchall()
+
+
+def wrong(code: str) -> str:
+    """Another code of the same shape."""
+    return "".join(str((int(c) + 1) % 10) for c in code)
+
+
+def test_a_sign_in_code_signs_in_once_and_spends_its_link(server):
+    srv = server(policy={"typedCodes": "sign-in"})
+    email = unique_email("typed-in")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, link_code = mail_code(srv, email)
+    assert re.fullmatch(r"[0-9]{6}", code), code
+
+    body = ok(redeem(srv, "EMAIL_SIGNIN", email, f" {code[:3]}-{code[3:]} "))  # as people type it
+    assert is_jwt(body["idToken"]) and body["isNewUser"] is True and body["email"] == email, body
+    assert body["kind"] == "identitytoolkit#EmailLinkSigninResponse"
+
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
+    assert_error(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": link_code}), "INVALID_OOB_CODE")
+    [(typed_hash, redeemed_with)] = ledger(
+        srv, "SELECT typed_hash, redeemed_with FROM action_codes WHERE email = ? AND redeemed_at IS NOT NULL", email)
+    assert redeemed_with == "typed" and len(typed_hash) == 32 and code.encode() not in typed_hash
+
+
+def test_the_link_spends_the_code_and_records_its_spelling(server):
+    srv = server(policy={"typedCodes": "sign-in"})
+    email = unique_email("typed-link")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, link_code = mail_code(srv, email)
+    ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": link_code}))
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
+    assert ledger(srv, "SELECT redeemed_with FROM action_codes WHERE email = ?", email) == [("link",)]
+
+
+def test_five_wrong_tries_kill_the_code_but_not_its_link(server):
+    srv = server(policy={"typedCodes": "sign-in"})
+    email = unique_email("typed-wrong")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, link_code = mail_code(srv, email)
+    for attempt in range(5):
+        body = assert_error(redeem(srv, "EMAIL_SIGNIN", email, wrong(code)), "INVALID_OOB_CODE")
+    assert ledger(srv, "SELECT typed_tries FROM action_codes WHERE email = ?", email) == [(5,)]
+    # The right code after five wrong ones: dead, so a guesser gets five tries per mail and no more.
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
+    ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": link_code}))
+    rejected = [e for e in srv.events("rejected") if e["detail"] == "WRONG_TYPED_CODE"]
+    assert len(rejected) == 5
+
+
+def test_an_expired_code_is_expired(server):
+    srv = server(policy={"typedCodes": "sign-in"}, links={"lifetime": {"signIn": "1s"}})
+    email = unique_email("typed-late")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, _ = mail_code(srv, email)
+    time.sleep(2)
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "EXPIRED_OOB_CODE")
+
+
+def test_only_the_newest_mail_code_counts(server):
+    srv = server(policy={"typedCodes": "sign-in", "cooldown": "0s"})
+    email = unique_email("typed-newest")
+    for _ in range(2):
+        ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    first, _ = mail_code(srv, email, count=1)
+    second, _ = mail_code(srv, email, count=2)
+    if first != second:
+        assert_error(redeem(srv, "EMAIL_SIGNIN", email, first), "INVALID_OOB_CODE")
+    ok(redeem(srv, "EMAIL_SIGNIN", email, second))
+
+
+def test_a_bound_code_is_typed_only_with_its_session(server):
+    srv = server(policy={"typedCodes": "request"})
+    email = unique_email("typed-bound")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True, typedCodeSessionId="device-1"))
+    code, _ = mail_code(srv, email)
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code, sessionId="device-2"), "INVALID_OOB_CODE")
+    ok(redeem(srv, "EMAIL_SIGNIN", email, code, sessionId="device-1"))
+    settings = ledger(srv, "SELECT settings FROM outbox WHERE recipient = ?", email)[0][0]
+    assert "device-1" not in settings  # only its hash
+
+
+def test_policy_request_mails_a_code_only_when_asked(server):
+    srv = server(policy={"typedCodes": "request", "cooldown": "0s"})
+    email = unique_email("typed-ask")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True, typedCode=True))
+    plain, asked = (m["message"] for m in srv.mail_to(email, count=2))
+    assert not CODE_LINE.findall(text_part(plain)) and "font-size: 28px" not in html_part(plain)
+    ok(redeem(srv, "EMAIL_SIGNIN", email, typed_code(asked)))
+
+
+def test_typed_codes_off_refuses_a_request_for_one(server):
+    srv = server()
+    email = unique_email("typed-off")
+    assert_error(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True, typedCode=True),
+                 "OPERATION_NOT_ALLOWED")
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, "123456"), "OPERATION_NOT_ALLOWED")
+
+
+def test_verify_email_reset_password_and_change_email_by_typed_code(server):
+    srv = server(policy={"typedCodes": "all", "cooldown": "0s"})
+    email = unique_email("typed-all")
+    token = srv.sign_up(email, PASSWORD)["idToken"]
+
+    ok(srv.send_oob("VERIFY_EMAIL", idToken=token))
+    code, _ = mail_code(srv, email, count=1)
+    body = ok(redeem(srv, "VERIFY_EMAIL", email, code))
+    assert body["emailVerified"] is True and body["email"] == email, body
+
+    ok(srv.send_oob("PASSWORD_RESET", email))
+    code, _ = mail_code(srv, email, count=2)
+    assert_error(redeem(srv, "PASSWORD_RESET", email, code, newPassword="short"), "WEAK_PASSWORD")
+    body = ok(redeem(srv, "PASSWORD_RESET", email, code, newPassword=NEW_PASSWORD))
+    assert body == {"kind": "identitytoolkit#ResetPasswordResponse", "requestType": "PASSWORD_RESET", "email": email}, body
+    token = ok(srv.sign_in(email, NEW_PASSWORD))["idToken"]
+
+    new_email = unique_email("typed-moved")
+    ok(srv.send_oob("VERIFY_AND_CHANGE_EMAIL", idToken=token, newEmail=new_email))
+    code, _ = mail_code(srv, new_email)
+    body = ok(redeem(srv, "VERIFY_AND_CHANGE_EMAIL", new_email, code))
+    assert body["email"] == new_email and body["emailVerified"] is True, body
+    ok(srv.sign_in(new_email, NEW_PASSWORD))
+
+
+def test_wrong_codes_for_one_address_lock_it_like_failed_sign_ins(server):
+    srv = server(policy={"typedCodes": "sign-in", "cooldown": "0s"}, limits={"signInFailuresPerAccount": 3})
+    email = unique_email("typed-lock")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, _ = mail_code(srv, email)
+    for _ in range(3):
+        assert_error(redeem(srv, "EMAIL_SIGNIN", email, wrong(code)), "INVALID_OOB_CODE")
+    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "TOO_MANY_ATTEMPTS_TRY_LATER")
+    # Another address is not locked.
+    other = unique_email("typed-free")
+    ok(srv.send_oob("EMAIL_SIGNIN", other, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    ok(redeem(srv, "EMAIL_SIGNIN", other, mail_code(srv, other)[0]))
+
+
+def test_letters_and_length_are_configurable(server):
+    srv = server(policy={"typedCodes": "sign-in", "typedCodeLength": 8, "typedCodeAlphabet": "letters"})
+    email = unique_email("typed-letters")
+    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, _ = mail_code(srv, email)
+    assert re.fullmatch(r"[ACDEFGHJKMNPQRTWXY34679]{8}", code), code
+    ok(redeem(srv, "EMAIL_SIGNIN", email, code.lower()))
