@@ -4,12 +4,15 @@ wrong, too often, late, after its link, from another client, for each action; ag
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
 
+import requests
+
 from helpers import action_link, html_part, text_part
-from http_support import CONTINUE, assert_error, code_of, is_jwt, ok, unique_email
+from http_support import ADMIN_TOKEN, CONTINUE, HTTP_TIMEOUT, assert_error, code_of, is_jwt, ok, unique_email
 
 PASSWORD = "first-password-1"
 NEW_PASSWORD = "second-password-2"
@@ -63,14 +66,25 @@ def test_a_sign_in_code_signs_in_once_and_spends_its_link(server):
     assert redeemed_with == "typed" and len(typed_hash) == 32 and code.encode() not in typed_hash
 
 
-def test_the_link_spends_the_code_and_records_its_spelling(server):
-    srv = server(policy={"typedCodes": "sign-in"})
-    email = unique_email("typed-link")
-    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
-    code, link_code = mail_code(srv, email)
-    ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": link_code}))
-    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
-    assert ledger(srv, "SELECT redeemed_with FROM action_codes WHERE email = ?", email) == [("link",)]
+def audit(srv, email: str) -> list[dict]:
+    reply = requests.get(f"{srv.url}/admin/audit", params={"email": email}, timeout=HTTP_TIMEOUT,
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert reply.status_code == 200, reply.text
+    return [json.loads(line) for line in reply.text.splitlines()]
+
+
+def test_the_link_spends_the_code_and_the_audit_tells_typed_from_clicked(server):
+    srv = server(policy={"typedCodes": "sign-in", "cooldown": "0s"})
+    clicked, typed = unique_email("typed-link"), unique_email("typed-typed")
+    for email in (clicked, typed):
+        ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    code, link_code = mail_code(srv, clicked)
+    ok(srv.post("accounts:signInWithEmailLink", {"email": clicked, "oobCode": link_code}))
+    assert_error(redeem(srv, "EMAIL_SIGNIN", clicked, code), "INVALID_OOB_CODE")
+    assert ledger(srv, "SELECT redeemed_with FROM action_codes WHERE email = ?", clicked) == [("link",)]
+    ok(redeem(srv, "EMAIL_SIGNIN", typed, mail_code(srv, typed)[0]))
+    assert [row["redeemedWith"] for row in audit(srv, clicked)] == ["link"]
+    assert [row["redeemedWith"] for row in audit(srv, typed)] == ["typed"]
 
 
 def test_five_wrong_tries_kill_the_code_but_not_its_link(server):
@@ -185,3 +199,36 @@ def test_letters_and_length_are_configurable(server):
     code, _ = mail_code(srv, email)
     assert re.fullmatch(r"[ACDEFGHJKMNPQRTWXY34679]{8}", code), code
     ok(redeem(srv, "EMAIL_SIGNIN", email, code.lower()))
+
+
+def test_the_code_page_resets_a_password_on_any_device(server):
+    srv = server(policy={"typedCodes": "all"})
+    email = unique_email("typed-page")
+    srv.sign_up(email, PASSWORD)
+    ok(srv.send_oob("PASSWORD_RESET", email))
+    code, _ = mail_code(srv, email)
+
+    page = requests.get(f"{srv.url}/__/auth/code", params={"mode": "resetPassword", "lang": "fa"}, timeout=HTTP_TIMEOUT)
+    assert page.status_code == 200, page.text
+    assert 'dir="rtl"' in page.text and 'autocomplete="one-time-code"' in page.text and 'inputmode="numeric"' in page.text
+    assert 'name="newPassword"' in page.text and 'action="/__/auth/code"' in page.text
+
+    form = {"mode": "resetPassword", "lang": "en", "email": email, "code": code, "newPassword": NEW_PASSWORD}
+    foreign = requests.post(f"{srv.url}/__/auth/code", data=form, headers={"Origin": "https://evil.example"},
+                            timeout=HTTP_TIMEOUT)
+    assert foreign.status_code == 403, foreign.text
+    wrong_try = requests.post(f"{srv.url}/__/auth/code", data={**form, "code": wrong(code)}, timeout=HTTP_TIMEOUT)
+    assert wrong_try.status_code == 400 and "That code is not right" in wrong_try.text, wrong_try.text
+    assert 'autocomplete="one-time-code"' in wrong_try.text  # the form again, to try once more
+    done = requests.post(f"{srv.url}/__/auth/code", data=form, headers={"Origin": srv.url}, timeout=HTTP_TIMEOUT)
+    assert done.status_code == 200 and "Your password has been changed" in done.text, done.text
+    ok(srv.sign_in(email, NEW_PASSWORD))
+
+
+def test_the_code_page_is_absent_while_typed_codes_are_off_and_never_serves_sign_in(server):
+    srv = server()
+    off = requests.get(f"{srv.url}/__/auth/code", params={"mode": "verifyEmail"}, timeout=HTTP_TIMEOUT)
+    assert off.status_code == 404, off.text
+    srv2 = server(policy={"typedCodes": "all"})
+    sign_in = requests.get(f"{srv2.url}/__/auth/code", params={"mode": "signIn"}, timeout=HTTP_TIMEOUT)
+    assert sign_in.status_code == 400, sign_in.text
