@@ -187,12 +187,16 @@ public struct HeraldConfiguration: Sendable {
         /// `typedCode: true`), `sign-in` (email-link sign-in mail, and others when asked) or `all` (every action's mail
         /// but email recovery). A request's `typedCode: false` leaves the code out.
         public var typedCodes = TypedCodes.off
-        /// How long a typed code is (6–10) and what it is made of.
+        /// How many characters a typed code has (6–10).
         public var typedCodeLength = 6
-        public var typedCodeAlphabet = TypedCode.Alphabet.digits
+        /// What a typed code is made of: `digits`, or `letters` (23 upper-case letters and digits that no one
+        /// misreads, typed in either case).
+        public var typedCodeAlphabet = CodeAlphabet.digits
         /// Wrong tries a typed code survives; the next wrong one kills it (its link stays good).
         public var typedCodeTries = 5
         public init() {}
+
+        public typealias CodeAlphabet = TypedCode.Alphabet
 
         public enum TypedCodes: String, Sendable, CaseIterable {
             case off, request
