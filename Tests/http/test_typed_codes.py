@@ -232,3 +232,26 @@ def test_the_code_page_is_absent_while_typed_codes_are_off_and_never_serves_sign
     srv2 = server(policy={"typedCodes": "all"})
     sign_in = requests.get(f"{srv2.url}/__/auth/code", params={"mode": "signIn"}, timeout=HTTP_TIMEOUT)
     assert sign_in.status_code == 400, sign_in.text
+
+
+def test_the_console_audit_tells_typed_from_clicked(server):
+    srv = server(policy={"typedCodes": "sign-in", "cooldown": "0s"})
+    clicked, typed = unique_email("console-link"), unique_email("console-typed")
+    for email in (clicked, typed):
+        ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+    ok(srv.post("accounts:signInWithEmailLink", {"email": clicked, "oobCode": mail_code(srv, clicked)[1]}))
+    ok(redeem(srv, "EMAIL_SIGNIN", typed, mail_code(srv, typed)[0]))
+    session = requests.Session()
+    sign_in = session.get(f"{srv.url}/admin/sign-in", timeout=HTTP_TIMEOUT)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', sign_in.text).group(1)
+    signed = session.post(f"{srv.url}/admin/sign-in", data={"token": ADMIN_TOKEN, "csrf": csrf}, timeout=HTTP_TIMEOUT,
+                          headers={"Cookie": "; ".join(f"{c.name}={c.value}" for c in session.cookies)},
+                          allow_redirects=False)
+    assert signed.status_code == 303, signed.text
+    cookies = {**{c.name: c.value for c in session.cookies}, **signed.cookies.get_dict()}
+    page = requests.get(f"{srv.url}/admin/audit/search", params={"action": "sign-in"}, timeout=HTTP_TIMEOUT,
+                        headers={"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())})
+    assert page.status_code == 200, page.text
+    rows = {email: row for row in re.findall(r"<tr>.*?</tr>", page.text, re.S)
+            for email in (clicked, typed) if email in row}
+    assert "redeemed (link clicked)" in rows[clicked] and "redeemed (code typed)" in rows[typed], page.text

@@ -17,17 +17,21 @@ extension MessageComposer {
     }
 
     /// An action's message with sample data, as `herald templates preview` and the console show it: the link
-    /// carries `sampleCode`, which redeems nothing. `recipient` replaces the sample address.
+    /// carries `sampleCode`, which redeems nothing, and a sample typed code unless typed codes are off. `recipient`
+    /// replaces the sample address.
     public func sampleInput(
         _ kind: ActionKind, locale: LocaleTag, links: HeraldConfiguration.Links, to recipient: EmailAddress? = nil
     ) throws -> Input {
         let domain = links.authorizedDomains.first ?? "localhost"
         let email = try recipient ?? EmailAddress("ada@example.com")
         let newEmail = kind == .verifyAndChangeEmail ? try recipient ?? EmailAddress("ada.lovelace@example.com") : nil
-        return Input(
+        var input = Input(
             kind: kind, email: email, newEmail: newEmail, displayName: "Ada Lovelace", locale: locale,
             settings: ActionCodeSettings(url: "https://\(domain)/finish", handleCodeInApp: kind == .signIn),
             code: Self.sampleCode, messageID: "<sample.\(UUID().uuidString.lowercased())@\(from.address.domain)>",
             requestedAt: Date(), date: Date())
+        // Previews show the code where the policy may put one; a test send carries a sample that redeems nothing.
+        if kind != .recoverEmail { input.typedCode = sampleTypedCode }
+        return input
     }
 }

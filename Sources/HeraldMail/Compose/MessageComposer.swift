@@ -27,6 +27,8 @@ public struct MessageComposer: Sendable {
     public let unsubscribeTokens: UnsubscribeToken?
     /// The key of typed codes, under `policy.typedCodes` other than `off`.
     public let typedCodeKey: TypedCodeKey?
+    /// What previews show as the typed code (of the configured shape); nil while typed codes are off.
+    let sampleTypedCode: String?
 
     /// `mailKey` signs bounce addresses and unsubscribe links (`tokens.mailKeyFile`); without it, mail goes out
     /// with the From address as envelope sender and campaign mail without a one-click https target.
@@ -39,6 +41,11 @@ public struct MessageComposer: Sendable {
         }
         unsubscribeTokens = mailKey.map(UnsubscribeToken.init(key:))
         typedCodeKey = configuration.policy.typedCodes == .off ? nil : mailKey.map(TypedCodeKey.init(key:))
+        let policy = configuration.policy
+        sampleTypedCode =
+            policy.typedCodes == .off
+            ? nil
+            : String((0..<policy.typedCodeLength).map { policy.typedCodeAlphabet.symbols[($0 * 7 + 4) % policy.typedCodeAlphabet.symbols.count] })
         linkBuilder = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
         appName = configuration.project.appName
         from = try Mailbox(parsing: configuration.smtp.from)

@@ -63,9 +63,10 @@ extension LedgerEngine {
     public func recordWrongTypedCode(_ target: TypedCodeTarget, visitor: Visitor, now: Date) throws -> Int {
         let at = now.milliseconds
         return try write { db in
-            let tries = try db.fetchOne(
-                "UPDATE action_codes SET typed_tries = typed_tries + 1 WHERE id = ? RETURNING typed_tries", [target.codeID]
-            ).map { $0.value(at: 0) as Int } ?? target.tries + 1
+            let tries =
+                try db.fetchOne(
+                    "UPDATE action_codes SET typed_tries = typed_tries + 1 WHERE id = ? RETURNING typed_tries", [target.codeID]
+                ).map { $0.value(at: 0) as Int } ?? target.tries + 1
             try Self.insertEvent(db, codeID: target.codeID, kind: .rejected, visitor: visitor, detail: "WRONG_TYPED_CODE", at: at)
             return tries
         }
