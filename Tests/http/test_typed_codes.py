@@ -9,6 +9,7 @@ import re
 import sqlite3
 import time
 
+import pytest
 import requests
 
 from helpers import action_link, html_part, text_part
@@ -87,28 +88,58 @@ def test_the_link_spends_the_code_and_the_audit_tells_typed_from_clicked(server)
     assert [row["redeemedWith"] for row in audit(srv, typed)] == ["typed"]
 
 
-def test_five_wrong_tries_kill_the_code_but_not_its_link(server):
-    srv = server(policy={"typedCodes": "sign-in"})
-    email = unique_email("typed-wrong")
-    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+def mail_for(srv, request_type: str, tag: str) -> tuple[str, dict]:
+    """Asks for `request_type`'s mail with a code; the address it went to, and how its link is redeemed."""
+    email = unique_email(tag)
+    if request_type == "EMAIL_SIGNIN":
+        ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
+        return email, {"method": "accounts:signInWithEmailLink", "body": {"email": email}}
+    token = srv.sign_up(email, PASSWORD)["idToken"]
+    if request_type == "PASSWORD_RESET":
+        ok(srv.send_oob("PASSWORD_RESET", email))
+        return email, {"method": "accounts:resetPassword", "body": {"newPassword": NEW_PASSWORD}}
+    if request_type == "VERIFY_EMAIL":
+        ok(srv.send_oob("VERIFY_EMAIL", idToken=token))
+        return email, {"method": "accounts:update", "body": {}}
+    new_email = unique_email(tag + "-new")
+    ok(srv.send_oob("VERIFY_AND_CHANGE_EMAIL", idToken=token, newEmail=new_email))
+    return new_email, {"method": "accounts:update", "body": {}}
+
+
+ACTIONS = ["EMAIL_SIGNIN", "VERIFY_EMAIL", "PASSWORD_RESET", "VERIFY_AND_CHANGE_EMAIL"]
+
+
+@pytest.mark.parametrize("request_type", ACTIONS)
+def test_five_wrong_tries_kill_the_code_but_not_its_link(server, request_type):
+    srv = server(policy={"typedCodes": "all"})
+    email, link = mail_for(srv, request_type, "typed-wrong")
     code, link_code = mail_code(srv, email)
+    extra = {"newPassword": NEW_PASSWORD} if request_type == "PASSWORD_RESET" else {}
     for attempt in range(5):
-        body = assert_error(redeem(srv, "EMAIL_SIGNIN", email, wrong(code)), "INVALID_OOB_CODE")
-    assert ledger(srv, "SELECT typed_tries FROM action_codes WHERE email = ?", email) == [(5,)]
+        assert_error(redeem(srv, request_type, email, wrong(code), **extra), "INVALID_OOB_CODE")
+    assert ledger(srv, "SELECT typed_tries FROM action_codes WHERE typed_hash IS NOT NULL") == [(5,)]
     # The right code after five wrong ones: dead, so a guesser gets five tries per mail and no more.
-    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "INVALID_OOB_CODE")
-    ok(srv.post("accounts:signInWithEmailLink", {"email": email, "oobCode": link_code}))
+    assert_error(redeem(srv, request_type, email, code, **extra), "INVALID_OOB_CODE")
+    ok(srv.post(link["method"], {**link["body"], "oobCode": link_code}))
     rejected = [e for e in srv.events("rejected") if e["detail"] == "WRONG_TYPED_CODE"]
     assert len(rejected) == 5
 
 
-def test_an_expired_code_is_expired(server):
-    srv = server(policy={"typedCodes": "sign-in"}, links={"lifetime": {"signIn": "1s"}})
-    email = unique_email("typed-late")
-    ok(srv.send_oob("EMAIL_SIGNIN", email, continueUrl=CONTINUE, canHandleCodeInApp=True))
-    code, _ = mail_code(srv, email)
+@pytest.mark.parametrize("request_type", ACTIONS)
+def test_a_used_link_spends_the_code_and_an_expired_code_is_expired(server, request_type):
+    srv = server(policy={"typedCodes": "all"})
+    email, link = mail_for(srv, request_type, "typed-spent")
+    code, link_code = mail_code(srv, email)
+    extra = {"newPassword": NEW_PASSWORD} if request_type == "PASSWORD_RESET" else {}
+    ok(srv.post(link["method"], {**link["body"], "oobCode": link_code}))
+    assert_error(redeem(srv, request_type, email, code, **extra), "INVALID_OOB_CODE")
+
+    late = server(policy={"typedCodes": "all"}, links={"lifetime": {"signIn": "1s", "verifyEmail": "1s",
+                                                                    "resetPassword": "1s", "verifyAndChangeEmail": "1s"}})
+    email, _ = mail_for(late, request_type, "typed-late")
+    code, _ = mail_code(late, email)
     time.sleep(2)
-    assert_error(redeem(srv, "EMAIL_SIGNIN", email, code), "EXPIRED_OOB_CODE")
+    assert_error(redeem(late, request_type, email, code, **extra), "EXPIRED_OOB_CODE")
 
 
 def test_only_the_newest_mail_code_counts(server):
