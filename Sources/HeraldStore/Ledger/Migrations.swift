@@ -962,7 +962,7 @@ extension LedgerMigration {
         // A code to type beside the link (`policy.typedCodes`): its keyed hash, the wrong tries it has survived, and
         // which spelling redeemed the code ('link' or 'typed').
         LedgerMigration(
-            "v27: typed codes beside links",
+            "v28: typed codes beside links",
             sqlite: [
                 "ALTER TABLE action_codes ADD COLUMN typed_hash BLOB",
                 "ALTER TABLE action_codes ADD COLUMN typed_tries INTEGER NOT NULL DEFAULT 0",
