@@ -62,7 +62,7 @@ public final class Actions: Sendable {
         self.refusals = refusals
         self.sessions = sessions
         sending = SendingService(parts)
-        redemption = RedemptionService(parts, forms: FormSigner(key: key))
+        redemption = RedemptionService(parts, forms: FormSigner(key: key), typedCodes: composer.typedCodeKey)
         accounts = AccountsService(parts)
         providers = ProvidersService(parts, handlerSeal: FlowSeal(serverKey: key))
         campaigns = CampaignsService(parts, composer: composer)

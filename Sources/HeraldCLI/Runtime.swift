@@ -89,9 +89,12 @@ struct Runtime {
         return try MessageComposer(configuration: configuration, templates: templates, mailKey: mailKey(creating: creatingMailKey))
     }
 
-    /// The key of bounce addresses and unsubscribe links, when either is configured (`tokens.mailKeyFile`).
+    /// The key of bounce addresses, unsubscribe links and typed codes, when any is configured (`tokens.mailKeyFile`).
     func mailKey(creating: Bool = true) throws -> SymmetricKey? {
-        guard !configuration.bounces.domain.isEmpty || !configuration.campaigns.unsubscribeURL.isEmpty else { return nil }
+        guard
+            !configuration.bounces.domain.isEmpty || !configuration.campaigns.unsubscribeURL.isEmpty
+                || configuration.policy.typedCodes != .off
+        else { return nil }
         if !creating, !FileManager.default.fileExists(atPath: configuration.mailKeyPath) {
             throw HeraldError(
                 .invalidConfiguration,

@@ -43,6 +43,7 @@ public enum HeraldServer {
         router.addRoutes(SecureTokenController(configuration: configuration, sessions: actions.sessions, adminToken: actions.adminToken).routes)
         router.addRoutes(PublicKeysController(tokens: tokens).routes)
         router.addRoutes(ActionPagesController(configuration: configuration, redemption: actions.redemption, pages: pages).routes)
+        router.addRoutes(TypedCodePageController(configuration: configuration, redemption: actions.redemption, pages: pages).routes)
         router.addRoutes(UnsubscribeController(feedback: actions.feedback, pages: pages).routes)
         router.addRoutes(try SignInHandlerController(configuration: configuration, providers: actions.providers, pages: pages).routes)
         let console = ConsoleController(

@@ -71,7 +71,9 @@ public struct Worker: Sendable {
     ) {
         self.store = store
         self.composer = composer
-        policy = ClaimPolicy(configuration)
+        var policy = ClaimPolicy(configuration)
+        policy.typedCodes = composer.typedCodeKey.map { TypedCodeMinting(key: $0, policy: configuration.policy) }
+        self.policy = policy
         retry = RetryPolicy(base: configuration.worker.backoffBase, cap: configuration.worker.backoffCap)
         maxUncertainRetries = configuration.worker.maxUncertainRetries
         pollInterval = configuration.worker.pollInterval
@@ -388,7 +390,8 @@ public struct Worker: Sendable {
         let now = Date()
         do {
             let composer = try campaignComposers.composer(for: message, base: composer, store: store)
-            let composed = try composer.compose(MessageComposer.input(for: message, code: claimed.code.plaintext, date: now))
+            let input = MessageComposer.input(for: message, code: claimed.code.plaintext, typedCode: claimed.typedCode?.value, date: now)
+            let composed = try composer.compose(input)
             return .success(composed)
         } catch let error as HeraldError {
             return .failure(error)

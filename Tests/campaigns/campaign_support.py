@@ -31,7 +31,7 @@ STATES = ["queued", "sending", "sent", "deferred", "failed", "dead", "expired", 
 PENDING = {"queued", "sending", "deferred"}
 AUDIT_FIELDS = [
     "id", "recipient", "action", "campaign", "state", "queuedAt", "sentAt", "smtpReply", "firstClickAt",
-    "redeemedAt", "redeemedIp", "redeemedUserAgent", "expired", "superseded", "feedbackAt", "feedback",
+    "redeemedAt", "redeemedIp", "redeemedUserAgent", "expired", "superseded", "feedbackAt", "feedback", "redeemedWith",
 ]
 UNSUBSCRIBE_MAILTO = "unsubscribe@herald-demo.example"
 UNSUBSCRIBE_URL = "https://app.example.com/unsubscribe"

@@ -40,6 +40,7 @@ TOOLKIT = {
     "accounts:query": None,
     "codes:inspect": None,
     "codes:redeem": None,
+    "codes:redeemTyped": None,
 }
 LEGACY_PREFIXES = ["/www.googleapis.com/identitytoolkit/v3/relyingparty/", "/identitytoolkit/v3/relyingparty/"]
 # The Identity Toolkit routes outside that table, by HTTP method (IdentityToolkitController.routes and
@@ -54,6 +55,7 @@ ROUTES = {
     ("get", "/.well-known/jwks.json"), ("get", f"/service_accounts/v1/jwk/{KEYS}"),
     ("get", f"/robot/v1/metadata/x509/{KEYS}"),
     ("get", "/__/auth/action"), ("post", "/__/auth/action"), ("get", "/__/auth/links"),
+    ("get", "/__/auth/code"), ("post", "/__/auth/code"),
     ("get", "/__/auth/handler"), ("get", "/emulator/auth/handler"),
     # The handler's helper iframe and scripts (SignInHandlerController), under both prefixes.
     ("get", "/__/auth/iframe"), ("get", "/emulator/auth/iframe"),

@@ -74,9 +74,18 @@ extension RedemptionService {
     public func applyVerification(code: String?, visitor: Visitor, now: Date = Date()) throws -> (account: Account, code: CodeInfo) {
         try requireAccountOwnership("applying a verification code")
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
+        return try applyVerification(.link(code), visitor: visitor, now: now)
+    }
+
+    func applyVerification(_ code: CodeSpelling, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeInfo) {
         let (account, record) = try checkingCode(visitor, now: now) { try store.redeemVerification(code, visitor: $0, now: now) }
-        codes.forgetEmulatorCode(code)
+        forget(code)
         return (account, CodeInfo(record))
+    }
+
+    /// A used link leaves the emulator's listing.
+    private func forget(_ code: CodeSpelling) {
+        if case .link(let plaintext) = code { codes.forgetEmulatorCode(plaintext) }
     }
 
     /// Consumes a PASSWORD_RESET code and sets the new password; earlier sessions end.
@@ -95,12 +104,17 @@ extension RedemptionService {
             ActionMetrics.redemption(refusedWith: problem)
             throw problem
         }
+        return try setPassword(.link(code), newPassword: newPassword, visitor: visitor, now: now)
+    }
+
+    /// Hashes the new password (slowly) and redeems the reset code with it.
+    func setPassword(_ code: CodeSpelling, newPassword: String, visitor: Visitor, now: Date) throws -> Account {
         let hash = try PasswordHasher.hash(newPassword)
         // Sessions end as the reset commits, after the slow hash: a sign-in racing it is ended too.
         let account = try checkingCode(visitor, now: now) {
             try store.redeemPasswordReset(code, passwordHash: hash, visitor: $0, now: max(now, Date()))
         }
-        codes.forgetEmulatorCode(code)
+        forget(code)
         return account
     }
 
@@ -116,13 +130,19 @@ extension RedemptionService {
         let linkTo: Account? = if let idToken { try await sessions.account(forIDToken: idToken) } else { nil }
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
+        return try await signIn(.link(code), email: email, linkTo: linkTo, visitor: visitor, now: now)
+    }
+
+    func signIn(
+        _ code: CodeSpelling, email: String, linkTo: Account?, visitor: Visitor, now: Date
+    ) async throws -> (session: Session, isNewUser: Bool) {
         let store = store
         let redemption = try await offload {
             try self.checkingCode(visitor, now: now) {
                 try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: $0, now: now)
             }
         }
-        codes.forgetEmulatorCode(code)
+        forget(code)
         return (try await sessions.session(for: redemption.account), redemption.isNewUser)
     }
 
@@ -139,10 +159,13 @@ extension RedemptionService {
                     + "accounts:signInWithEmailLink, which apply the effect")
         }
         guard let code, !code.isEmpty else { throw HeraldError(.missingOOBCode, "") }
-        let record = try checkingCode(visitor, now: now) { try store.consume(code, expecting: Set(ActionKind.allCases), visitor: $0, now: now) }
-        let info = CodeInfo(record)
-        codes.forgetEmulatorCode(code)
-        return info
+        return try consumeForApp(.link(code), expecting: Set(ActionKind.allCases), visitor: visitor, now: now)
+    }
+
+    func consumeForApp(_ code: CodeSpelling, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeInfo {
+        let record = try checkingCode(visitor, now: now) { try store.consume(code, expecting: kinds, visitor: $0, now: now) }
+        forget(code)
+        return CodeInfo(record)
     }
 
     /// An HMAC of the code under the server key: binds an action page's form to its code (CSRF).

@@ -20,13 +20,24 @@ public final class RedemptionService: Sendable, AccountOwnership {
     let badCodeLimiter: ClientLimiter
     /// Binds an action page's form to its code.
     let forms: FormSigner
+    /// The key typed codes are checked under; nil when `policy.typedCodes` is off.
+    let typedCodes: TypedCodeKey?
+    /// Wrong tries a typed code survives (`policy.typedCodeTries`).
+    let typedCodeTries: Int
+    /// Wrong typed codes per address and per client network, counted with failed password sign-ins' limits.
+    let typedFailures: (account: ClientLimiter, client: ClientLimiter)
+    let refusals: RefusalCounter
 
-    init(_ parts: ServiceParts, forms: FormSigner) {
+    init(_ parts: ServiceParts, forms: FormSigner, typedCodes: TypedCodeKey?) {
         store = parts.store
         ownsAccounts = parts.ownsAccounts
         sessions = parts.sessions
         codes = parts.codes
         badCodeLimiter = parts.limiters.badCode
         self.forms = forms
+        self.typedCodes = typedCodes
+        typedCodeTries = parts.configuration.policy.typedCodeTries
+        typedFailures = (parts.limiters.accountFailures, parts.limiters.clientFailures)
+        refusals = parts.refusals
     }
 }

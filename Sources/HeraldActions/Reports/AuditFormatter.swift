@@ -26,7 +26,7 @@ public enum AuditFormatter {
     public static func header(_ format: Format) -> String? {
         switch format {
         case .csv: columns.joined(separator: ",")
-        case .table: "ID  RECIPIENT  ACTION  CAMPAIGN  STATE  QUEUED  SENT  REPLY  FIRST CLICK  REDEEMED  EXPIRED  SUPERSEDED  FEEDBACK"
+        case .table: "ID  RECIPIENT  ACTION  CAMPAIGN  STATE  QUEUED  SENT  REPLY  FIRST CLICK  REDEEMED  WITH  EXPIRED  SUPERSEDED  FEEDBACK"
         case .jsonl: nil
         }
     }
@@ -44,7 +44,7 @@ public enum AuditFormatter {
             let cells: [String] = [
                 "\(row.id)", row.recipient, row.action, row.campaign.map(String.init) ?? "-", row.state, row.queuedAt.iso8601,
                 row.sentAt.map(\.iso8601) ?? "-", reply, row.firstClickAt.map(\.iso8601) ?? "-",
-                row.redeemedAt.map(\.iso8601) ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no", feedback,
+                row.redeemedAt.map(\.iso8601) ?? "-", row.redeemedWith ?? "-", row.expired ? "yes" : "no", row.superseded ? "yes" : "no", feedback,
             ]
             return cells.joined(separator: "  ")
         }
@@ -56,6 +56,7 @@ public enum AuditFormatter {
             String(row.id), row.recipient, row.action, row.campaign.map(String.init), row.state, row.queuedAt.iso8601,
             row.sentAt.map(\.iso8601), row.smtpReply, row.firstClickAt.map(\.iso8601), row.redeemedAt.map(\.iso8601), row.redeemedIP,
             row.redeemedUserAgent, String(row.expired), String(row.superseded), row.feedbackAt.map(\.iso8601), row.feedback,
+            row.redeemedWith,
         ]
     }
 
@@ -63,7 +64,7 @@ public enum AuditFormatter {
     struct JSONLine: Encodable {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case id, recipient, action, campaign, state, queuedAt, sentAt, smtpReply, firstClickAt, redeemedAt, redeemedIp,
-                redeemedUserAgent, expired, superseded, feedbackAt, feedback
+                redeemedUserAgent, expired, superseded, feedbackAt, feedback, redeemedWith
         }
 
         let row: AuditRow
@@ -86,6 +87,7 @@ public enum AuditFormatter {
             try container.encode(row.superseded, forKey: .superseded)
             try container.encode(row.feedbackAt?.iso8601, forKey: .feedbackAt)
             try container.encode(row.feedback, forKey: .feedback)
+            try container.encode(row.redeemedWith, forKey: .redeemedWith)
         }
     }
 }

@@ -317,6 +317,16 @@ struct ConfigurationParser {
         c.accounts.owner = HeraldConfiguration.Accounts.Owner(rawValue: owner)!
         c.policy.cooldown = try await duration("policy.cooldown", c.policy.cooldown, positive: false)
         c.policy.dailyCap = try await number("policy.dailyCap", c.policy.dailyCap, in: 1...1_000_000)
+        let typedCodes = try await text("policy.typedCodes", c.policy.typedCodes.rawValue) {
+            HeraldConfiguration.Policy.TypedCodes(rawValue: $0) == nil ? "expected off, request, sign-in or all, got '\($0)'" : nil
+        }
+        c.policy.typedCodes = HeraldConfiguration.Policy.TypedCodes(rawValue: typedCodes)!
+        c.policy.typedCodeLength = try await number("policy.typedCodeLength", c.policy.typedCodeLength, in: 6...10)
+        let alphabet = try await text("policy.typedCodeAlphabet", c.policy.typedCodeAlphabet.rawValue) {
+            TypedCode.Alphabet(rawValue: $0) == nil ? "expected digits or letters, got '\($0)'" : nil
+        }
+        c.policy.typedCodeAlphabet = TypedCode.Alphabet(rawValue: alphabet)!
+        c.policy.typedCodeTries = try await number("policy.typedCodeTries", c.policy.typedCodeTries, in: 1...20)
 
         let proxies = try await list("limits.trustedProxies", []) { (try? IPNetwork($0)) == nil ? "'\($0)' is not an IP address or CIDR block" : nil }
         c.limits.trustedProxies = try proxies.map { try IPNetwork($0) }

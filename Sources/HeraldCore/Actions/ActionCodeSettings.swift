@@ -17,6 +17,9 @@ public struct ActionCodeSettings: Hashable, Sendable, Codable {
     public var androidMinimumVersion: String?
     public var linkDomain: String?
     public var dynamicLinkDomain: String?
+    /// Herald's own, never part of the link: whether the mail carries a code to type beside it, as the request asked
+    /// (nil: as `policy.typedCodes` says when the mail is sent).
+    public var typedCode: TypedCodeRequest?
 
     public init(
         url: String? = nil,
@@ -40,8 +43,12 @@ public struct ActionCodeSettings: Hashable, Sendable, Codable {
         self.dynamicLinkDomain = dynamicLinkDomain
     }
 
-    /// True when nothing but defaults is set.
-    public var isEmpty: Bool { self == ActionCodeSettings() }
+    /// True when nothing of the link but defaults is set.
+    public var isEmpty: Bool {
+        var link = self
+        link.typedCode = nil
+        return link == ActionCodeSettings()
+    }
 
     /// Checks the settings as Firebase does, throwing its error codes.
     ///

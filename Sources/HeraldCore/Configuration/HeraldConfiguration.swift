@@ -183,7 +183,35 @@ public struct HeraldConfiguration: Sendable {
         public var cooldown: TimeInterval = 60
         /// Most emails of one action to one address per 24 hours.
         public var dailyCap = 20
+        /// Codes to type beside links: `off` (none, whatever a request asks), `request` (when a `sendOobCode` asks with
+        /// `typedCode: true`), `sign-in` (email-link sign-in mail, and others when asked) or `all` (every action's mail
+        /// but email recovery). A request's `typedCode: false` leaves the code out.
+        public var typedCodes = TypedCodes.off
+        /// How many characters a typed code has (6–10).
+        public var typedCodeLength = 6
+        /// What a typed code is made of: `digits`, or `letters` (23 upper-case letters and digits that no one
+        /// misreads, typed in either case).
+        public var typedCodeAlphabet = CodeAlphabet.digits
+        /// Wrong tries a typed code survives; the next wrong one kills it (its link stays good).
+        public var typedCodeTries = 5
         public init() {}
+
+        public typealias CodeAlphabet = TypedCode.Alphabet
+
+        public enum TypedCodes: String, Sendable, CaseIterable {
+            case off, request
+            case signIn = "sign-in"
+            case all
+
+            /// Whether mail of `kind` carries a typed code when its request did not say.
+            public func covers(_ kind: ActionKind) -> Bool {
+                switch self {
+                case .off, .request: false
+                case .signIn: kind == .signIn
+                case .all: kind != .recoverEmail
+                }
+            }
+        }
     }
 
     /// Abuse limits on app-initiated requests (API-key callers; admin callers are exempt). 0 turns a limit off.

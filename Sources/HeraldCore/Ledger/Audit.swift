@@ -35,12 +35,15 @@ public struct AuditRow: Sendable {
     /// The latest bounce or complaint about the mail: when, and `kind status: diagnostic`.
     public let feedbackAt: Date?
     public let feedback: String?
+    /// How the code was redeemed: `link` (clicked) or `typed` (its code typed); nil while unredeemed.
+    public let redeemedWith: String?
 
     public init(
         id: Int64, recipient: String, action: String, campaign: Int64?, state: String, queuedAt: Date, sentAt: Date?, smtpReply: String?,
         firstClickAt: Date?, redeemedAt: Date?, redeemedIP: String?, redeemedUserAgent: String?, expired: Bool, superseded: Bool,
-        feedbackAt: Date? = nil, feedback: String? = nil
+        feedbackAt: Date? = nil, feedback: String? = nil, redeemedWith: String? = nil
     ) {
+        self.redeemedWith = redeemedWith
         self.feedbackAt = feedbackAt
         self.feedback = feedback
         self.id = id

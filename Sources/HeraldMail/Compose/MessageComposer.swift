@@ -25,6 +25,10 @@ public struct MessageComposer: Sendable {
     public let verp: VERPAddress?
     /// Signs the one-click unsubscribe links of campaign mail.
     public let unsubscribeTokens: UnsubscribeToken?
+    /// The key of typed codes, under `policy.typedCodes` other than `off`.
+    public let typedCodeKey: TypedCodeKey?
+    /// What previews show as the typed code (of the configured shape); nil while typed codes are off.
+    let sampleTypedCode: String?
 
     /// `mailKey` signs bounce addresses and unsubscribe links (`tokens.mailKeyFile`); without it, mail goes out
     /// with the From address as envelope sender and campaign mail without a one-click https target.
@@ -36,6 +40,12 @@ public struct MessageComposer: Sendable {
             verp = nil
         }
         unsubscribeTokens = mailKey.map(UnsubscribeToken.init(key:))
+        typedCodeKey = configuration.policy.typedCodes == .off ? nil : mailKey.map(TypedCodeKey.init(key:))
+        let policy = configuration.policy
+        sampleTypedCode =
+            policy.typedCodes == .off
+            ? nil
+            : String((0..<policy.typedCodeLength).map { policy.typedCodeAlphabet.symbols[($0 * 7 + 4) % policy.typedCodeAlphabet.symbols.count] })
         linkBuilder = ActionLinkBuilder(actionURL: configuration.links.actionURL, apiKey: configuration.project.apiKey)
         appName = configuration.project.appName
         from = try Mailbox(parsing: configuration.smtp.from)
@@ -74,6 +84,8 @@ public struct MessageComposer: Sendable {
         public var outboxID: Int64?
         /// The code lifetime when it differs from `links.lifetime`.
         public var lifetime: TimeInterval?
+        /// The code to type beside the link, when the mail carries one (`{{typedCode}}`).
+        public var typedCode: String?
 
         public init(
             kind: ActionKind, email: EmailAddress, newEmail: EmailAddress?, displayName: String?, locale: LocaleTag,
@@ -155,6 +167,7 @@ public struct MessageComposer: Sendable {
         let language = templates.resolve(input.kind, input.locale).language
         variables.merge(PluralCategory.of(hours, language: language).variables("hours")) { _, builtIn in builtIn }
         if let newEmail = input.newEmail { variables["newEmail"] = newEmail.value }
+        variables["typedCode"] = input.typedCode
         if let name = input.displayName, !name.isEmpty { variables["displayName"] = name }
         if let unsubscribe { variables["unsubscribeLink"] = unsubscribe }
         return variables

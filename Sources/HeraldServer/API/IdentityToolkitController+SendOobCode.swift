@@ -36,11 +36,15 @@ struct SendOobCodeBody: StrictDecodable {
     let linkDomain: String?
     let dynamicLinkDomain: String?
     let returnOobLink: Bool?
+    /// Herald's own: a code to type in the mail beside the link (`policy.typedCodes` decides when absent), and the
+    /// app's session id that alone may type it.
+    let typedCode: Bool?
+    let typedCodeSessionId: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case requestType, email, newEmail, idToken, continueUrl, canHandleCodeInApp, iOSBundleId, iosBundleId, iOSAppStoreId
         case iosAppStoreId, androidPackageName, androidInstallApp, androidMinimumVersion, androidMinimumVersionCode, linkDomain
-        case dynamicLinkDomain, returnOobLink
+        case dynamicLinkDomain, returnOobLink, typedCode, typedCodeSessionId
     }
 
     static let ignoredFields: Set<String> = [
@@ -54,11 +58,20 @@ struct SendOobCodeBody: StrictDecodable {
             throw HeraldError(.missingRequestType, "")
         }
         guard let kind = ActionKind(requestType: requestType), kind.isRequestable else { throw HeraldError(.invalidRequestType, "") }
-        let settings = ActionCodeSettings(
+        var settings = ActionCodeSettings(
             url: continueUrl, handleCodeInApp: canHandleCodeInApp ?? false, iOSBundleId: iOSBundleId ?? iosBundleId,
             iOSAppStoreId: iOSAppStoreId ?? iosAppStoreId, androidPackageName: androidPackageName,
             androidInstallApp: androidInstallApp ?? false, androidMinimumVersion: androidMinimumVersion ?? androidMinimumVersionCode,
             linkDomain: linkDomain, dynamicLinkDomain: dynamicLinkDomain)
+        if let session = typedCodeSessionId {
+            guard (1...256).contains(session.utf8.count) else {
+                throw HeraldError(.invalidArgument, "typedCodeSessionId must be 1 to 256 bytes")
+            }
+            guard typedCode != false else { throw HeraldError(.invalidArgument, "typedCodeSessionId binds a typed code: drop typedCode: false") }
+        }
+        if typedCode != nil || typedCodeSessionId != nil {
+            settings.typedCode = TypedCodeRequest(wanted: typedCode ?? true, session: typedCodeSessionId.map(Hex.sha256))
+        }
         return SendRequest(
             kind: kind, email: email, newEmail: newEmail, idToken: idToken, settings: settings, locale: locale,
             returnLink: returnOobLink ?? false)

@@ -53,6 +53,7 @@ struct IdentityToolkitController: Sendable {
             ("accounts:query", nil, respond(query)),
             ("codes:inspect", nil, respond(inspectForApp)),
             ("codes:redeem", nil, respond(redeemForApp)),
+            ("codes:redeemTyped", nil, redeemTypedCode),
         ]
     }
 

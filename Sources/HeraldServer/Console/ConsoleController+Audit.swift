@@ -56,7 +56,8 @@ extension ConsoleController {
             <a id="export-jsonl" href="/admin/audit\(ConsolePage.escape(filters.isEmpty ? "" : "?" + filters))">JSON lines</a></p>
             """
         let tableRows = rows.prefix(Self.auditLimit).map { row in
-            let status = row.redeemedAt != nil ? "redeemed" : row.expired ? "expired" : row.superseded ? "superseded" : "-"
+            let redeemed = row.redeemedWith == "typed" ? "redeemed (code typed)" : "redeemed (link clicked)"
+            let status = row.redeemedAt != nil ? redeemed : row.expired ? "expired" : row.superseded ? "superseded" : "-"
             return """
                 <tr><td><a href="/admin/messages/\(row.id)">\(row.id)</a></td><td>\(ConsolePage.escape(row.recipient))</td>\
                 <td>\(ConsolePage.escape(row.action))</td><td>\(row.campaign.map(String.init) ?? "")</td><td>\(ConsolePage.escape(row.state))</td>\

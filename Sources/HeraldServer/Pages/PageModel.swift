@@ -14,6 +14,12 @@ struct PageModel {
     let verifyConfirm: Bool
     let recoverConfirm: Bool
     let resetForm: Bool
+    /// The typed-code page (`/__/auth/code`), and whether its action is a password reset (a new password field).
+    let codeForm: Bool
+    let codeReset: Bool
+    let codeAction = "/__/auth/code"
+    /// The code input's keyboard: `numeric` for digits, `text` for letters.
+    let codeInputMode: String
     let success: Bool
     let error: Bool
     let unsubscribeConfirm: Bool
@@ -41,6 +47,9 @@ struct PageModel {
         verifyConfirm = kind == .verifyConfirm
         recoverConfirm = kind == .recoverConfirm
         resetForm = kind == .resetForm
+        codeForm = kind == .codeForm
+        codeReset = kind == .codeForm && form?.mode == ActionKind.resetPassword.mode
+        codeInputMode = form?.letters == true ? "text" : "numeric"
         success = kind == .success || kind == .unsubscribed
         error = kind == .error
         unsubscribeConfirm = kind == .unsubscribeConfirm

@@ -13,7 +13,7 @@ struct PageRenderer: Sendable {
     let appName: String
 
     /// The page kinds the template knows.
-    enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, success, error, unsubscribeConfirm, unsubscribed }
+    enum Kind: Sendable { case verifyConfirm, recoverConfirm, resetForm, codeForm, success, error, unsubscribeConfirm, unsubscribed }
 
     init(directory: String, defaultLocale: LocaleTag, appName: String) throws {
         template = try Self.template(at: "\(directory)/pages/page.html.mustache")
@@ -114,4 +114,6 @@ struct PageForm: Sendable {
     var newEmail: String?
     /// The one-click unsubscribe token the confirm page posts back.
     var token: String?
+    /// The typed-code page: codes are letters (else digits).
+    var letters = false
 }

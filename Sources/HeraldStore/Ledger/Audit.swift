@@ -19,7 +19,7 @@ extension LedgerEngine {
                         ORDER BY a.id DESC LIMIT 1) AS smtp_reply,
                     (SELECT MIN(e.at) FROM link_events e JOIN action_codes c ON c.id = e.code_id
                         WHERE c.outbox_id = o.id AND e.kind = 'click') AS first_click_at,
-                    r.redeemed_at,
+                    r.redeemed_at, r.redeemed_with,
                     (SELECT e.ip FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1) AS redeemed_ip,
                     (SELECT e.user_agent FROM link_events e WHERE e.code_id = r.id AND e.kind = 'redeemed' ORDER BY e.id LIMIT 1)
                         AS redeemed_user_agent,

@@ -41,8 +41,15 @@ extension OutboxEngine {
             guard !messages.isEmpty else { return ClaimedBatch(messages: [], taken: taken) }
             let codes = messages.map { _ in ActionCode.generateForLedger() }
             let codeIDs = try Self.insertCodes(db, codes, for: messages, policy: policy, at: at)
-            let claimed = messages.indices.map {
+            var claimed = messages.indices.map {
                 ClaimedMessage(message: messages[$0], code: codes[$0], codeID: codeIDs[$0], claimedAt: now)
+            }
+            if let minting = policy.typedCodes {
+                for index in claimed.indices {
+                    guard let (typed, hash) = minting.mint(for: messages[index], codeKey: codes[index].ledgerKey) else { continue }
+                    try db.executeCached("UPDATE action_codes SET typed_hash = ? WHERE id = ?", [Data(hash), codeIDs[index]])
+                    claimed[index].typedCode = typed
+                }
             }
             return ClaimedBatch(messages: claimed, taken: taken)
         }

@@ -25,11 +25,51 @@ extension LedgerEngine {
 
     /// The code with the campaign of the email that carried it.
     static func code(_ db: Session, _ plaintext: String) throws -> CodeRecord? {
+        try code(db, ledgerKey: Data(ActionCode.ledgerKey(plaintext)))
+    }
+
+    static func code(_ db: Session, ledgerKey: Data) throws -> CodeRecord? {
         try db.fetchOne(
             """
             SELECT c.*, o.campaign_id FROM action_codes c LEFT JOIN outbox o ON o.id = c.outbox_id WHERE c.code_hash = ?
-            """, [Data(ActionCode.ledgerKey(plaintext))]
+            """, [ledgerKey]
         ).flatMap(Records.code)
+    }
+
+    public func typedCodeTarget(email: String, kinds: Set<ActionKind>, now: Date) throws -> TypedCodeTarget? {
+        // Action names are the enum's own constants, never input.
+        let actions = kinds.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
+        return try read { db in
+            let row = try db.fetchOne(
+                """
+                SELECT c.id, c.code_hash, c.typed_hash, c.typed_tries, c.action, c.expires_at, c.redeemed_at, c.superseded_at, o.settings
+                FROM outbox o JOIN action_codes c ON c.outbox_id = o.id
+                WHERE \(OutboxConditions.addressed(to: ":email", in: "o")) AND o.action IN (\(actions)) AND c.typed_hash IS NOT NULL
+                ORDER BY c.id DESC LIMIT 1
+                """, ["email": email])
+            return try row.flatMap { plain in
+                let row = RecordRow(plain)
+                guard let kind = ActionKind(rawValue: row["action"]) else { return nil }
+                let settings = try JSONDecoder().decode(ActionCodeSettings.self, from: Data((row["settings"] as String).utf8))
+                return TypedCodeTarget(
+                    codeID: row["id"], codeKey: Array(row["code_hash"] as Data), typedHash: Array(row["typed_hash"] as Data),
+                    tries: row["typed_tries"], kind: kind, session: settings.typedCode?.session,
+                    expiresAt: Date(milliseconds: row["expires_at"]),
+                    spent: (row["redeemed_at"] as Int64?) != nil || (row["superseded_at"] as Int64?) != nil)
+            }
+        }
+    }
+
+    public func recordWrongTypedCode(_ target: TypedCodeTarget, visitor: Visitor, now: Date) throws -> Int {
+        let at = now.milliseconds
+        return try write { db in
+            let tries =
+                try db.fetchOne(
+                    "UPDATE action_codes SET typed_tries = typed_tries + 1 WHERE id = ? RETURNING typed_tries", [target.codeID]
+                ).map { $0.value(at: 0) as Int } ?? target.tries + 1
+            try Self.insertEvent(db, codeID: target.codeID, kind: .rejected, visitor: visitor, detail: "WRONG_TYPED_CODE", at: at)
+            return tries
+        }
     }
 
     /// Records a use of a real code as a `link_events` row; a code that does not exist adds one to its visitor's

@@ -959,5 +959,19 @@ extension LedgerMigration {
                     body TEXT NOT NULL, PRIMARY KEY (campaign_id, locale, part))
                 """
             ]),
+        // A code to type beside the link (`policy.typedCodes`): its keyed hash, the wrong tries it has survived, and
+        // which spelling redeemed the code ('link' or 'typed').
+        LedgerMigration(
+            "v28: typed codes beside links",
+            sqlite: [
+                "ALTER TABLE action_codes ADD COLUMN typed_hash BLOB",
+                "ALTER TABLE action_codes ADD COLUMN typed_tries INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE action_codes ADD COLUMN redeemed_with TEXT",
+            ],
+            postgres: [
+                "ALTER TABLE action_codes ADD COLUMN typed_hash BYTEA",
+                "ALTER TABLE action_codes ADD COLUMN typed_tries BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE action_codes ADD COLUMN redeemed_with TEXT",
+            ]),
     ]
 }

@@ -4,11 +4,11 @@ import HeraldCore
 /// The named redemption transactions. Each consumes the code and applies its effect (`RedemptionRules` in
 /// HeraldCore) in one durable transaction: it reads the accounts the rule names, calls it, and writes the result.
 extension LedgerEngine {
-    public func consume(_ code: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord {
+    public func consume(_ code: CodeSpelling, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord {
         try redeem(code, expecting: kinds, visitor: visitor, now: now) { _, record in record }
     }
 
-    public func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord) {
+    public func redeemVerification(_ code: CodeSpelling, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord) {
         try redeem(code, expecting: [.verifyEmail, .verifyAndChangeEmail, .recoverEmail], visitor: visitor, now: now) { db, record in
             let holder = try RedemptionRules.address(of: record).flatMap { try Self.account(db, email: $0) }
             let account = try RedemptionRules.verify(record, holder: holder, now: now)
@@ -17,7 +17,7 @@ extension LedgerEngine {
         }
     }
 
-    public func redeemPasswordReset(_ code: String, passwordHash: String, visitor: Visitor, now: Date) throws -> Account {
+    public func redeemPasswordReset(_ code: CodeSpelling, passwordHash: String, visitor: Visitor, now: Date) throws -> Account {
         try redeem(code, expecting: [.resetPassword], visitor: visitor, now: now) { db, record in
             let holder = try Self.account(db, email: record.email)
             let account = try RedemptionRules.resetPassword(record, holder: holder, passwordHash: passwordHash, now: now)
@@ -27,7 +27,7 @@ extension LedgerEngine {
     }
 
     public func redeemEmailLinkSignIn(
-        _ code: String, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
+        _ code: CodeSpelling, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
     ) throws -> SignInRedemption {
         let canonical = email.lowercased()
         return try redeem(code, expecting: [.signIn], visitor: visitor, now: now) { db, record in
@@ -51,23 +51,23 @@ extension LedgerEngine {
     ///
     /// The transaction body may run more than once (PostgreSQL): it only touches the ledger and `codeID`.
     private func redeem<T>(
-        _ plaintext: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date, effect: (Session, CodeRecord) throws -> T
+        _ spelling: CodeSpelling, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date, effect: (Session, CodeRecord) throws -> T
     ) throws -> T {
         let at = now.milliseconds
-        let hash = Data(ActionCode.ledgerKey(plaintext))
+        let hash = spelling.ledgerKey
         var codeID: Int64?
         do {
             return try writeDurably { db in
                 codeID = nil
                 let claimed = try db.fetchOne(
                     """
-                    UPDATE action_codes SET redeemed_at = :now
+                    UPDATE action_codes SET redeemed_at = :now, redeemed_with = :spelling
                     WHERE code_hash = :hash AND redeemed_at IS NULL AND superseded_at IS NULL AND expires_at > :now
                     RETURNING id
-                    """, ["now": at, "hash": hash])
-                let record = try claimed.flatMap { _ in try Self.code(db, plaintext) }
+                    """, ["now": at, "hash": hash, "spelling": spelling.name])
+                let record = try claimed.flatMap { _ in try Self.code(db, ledgerKey: hash) }
                 guard let record, kinds.contains(record.kind) else {
-                    let existing = try Self.code(db, plaintext)
+                    let existing = try Self.code(db, ledgerKey: hash)
                     codeID = existing?.id
                     throw CodeRecord.refusal(existing, at: Date(milliseconds: at), expecting: kinds)
                 }

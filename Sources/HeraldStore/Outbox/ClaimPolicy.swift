@@ -19,6 +19,8 @@ public struct ClaimPolicy: Sendable {
     /// have been started. Each claim owner names its bound (`ClaimOwner`), so whoever returns a dead worker's
     /// rows applies that worker's bound.
     public var unrecordedPerConnection: Int
+    /// How claimed mail gets codes to type (`policy.typedCodes`); nil when none does.
+    public var typedCodes: TypedCodeMinting?
 
     public init(_ configuration: HeraldConfiguration) {
         limit = configuration.worker.batchSize
@@ -41,6 +43,27 @@ public struct ClaimedMessage: Sendable {
     public let code: ActionCode
     let codeID: Int64
     public let claimedAt: Date
+    /// The code to type mailed beside the link, when the mail carries one.
+    public var typedCode: TypedCode? = nil
+}
+
+/// What a claim needs to give mail codes to type: the key they are hashed under, their shape, and the policy that
+/// says which mail carries one when its request did not say.
+public struct TypedCodeMinting: Sendable {
+    public let key: TypedCodeKey
+    public let policy: HeraldConfiguration.Policy
+
+    public init(key: TypedCodeKey, policy: HeraldConfiguration.Policy) {
+        self.key = key
+        self.policy = policy
+    }
+
+    /// A fresh code and its hash for the ledger code `codeKey`, when `message` carries one.
+    func mint(for message: OutboxMessage, codeKey: [UInt8]) -> (code: TypedCode, hash: [UInt8])? {
+        guard TypedCodeRequest.carries(message.kind, request: message.settings.typedCode, policy: policy.typedCodes) else { return nil }
+        let code = TypedCode.generate(length: policy.typedCodeLength, alphabet: policy.typedCodeAlphabet)
+        return (code, key.hash(code.value, codeKey: codeKey))
+    }
 }
 
 /// What one claim took off the queue.

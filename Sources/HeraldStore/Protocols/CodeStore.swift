@@ -33,18 +33,18 @@ public protocol CodeStore: Sendable {
     /// Consumes a code of one of `kinds` without touching any account (accounts owned by the app).
     ///
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`.
-    func consume(_ code: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord
+    func consume(_ code: CodeSpelling, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord
 
     /// Consumes a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code and applies `Account.applyVerification`, or a
     /// RECOVER_EMAIL code and applies `Account.applyRecovery` to the account the email change moved.
     ///
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`, `EMAIL_EXISTS`.
-    func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord)
+    func redeemVerification(_ code: CodeSpelling, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord)
 
     /// Consumes a PASSWORD_RESET code and applies `Account.applyPasswordReset` with an already computed hash.
     ///
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `EMAIL_NOT_FOUND`, `USER_DISABLED`.
-    func redeemPasswordReset(_ code: String, passwordHash: String, visitor: Visitor, now: Date) throws -> Account
+    func redeemPasswordReset(_ code: CodeSpelling, passwordHash: String, visitor: Visitor, now: Date) throws -> Account
 
     /// Consumes an EMAIL_SIGNIN code for `email` and signs in: links the address to the account
     /// `linkingTo` when given, else signs in to the address's account, creating it (as `newUID`) if needed.
@@ -52,6 +52,68 @@ public protocol CodeStore: Sendable {
     /// - Throws: `INVALID_OOB_CODE`, `EXPIRED_OOB_CODE`, `INVALID_EMAIL` (another address's code),
     ///   `EMAIL_EXISTS` (linking an address another account owns), `USER_NOT_FOUND` (no account `linkingTo`), `USER_DISABLED`.
     func redeemEmailLinkSignIn(
-        _ code: String, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
+        _ code: CodeSpelling, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
     ) throws -> SignInRedemption
+
+    /// The code a typed code for `email` and one of `kinds` can only be: the newest live one of that family
+    /// mailed with a typed code; nil when there is none.
+    func typedCodeTarget(email: String, kinds: Set<ActionKind>, now: Date) throws -> TypedCodeTarget?
+
+    /// Counts a wrong typed code against `target`; its tries after this one.
+    func recordWrongTypedCode(_ target: TypedCodeTarget, visitor: Visitor, now: Date) throws -> Int
+}
+
+/// How a redemption names its code: the link's code, or the ledger code a typed code was checked against.
+public enum CodeSpelling: Sendable, Hashable {
+    case link(String)
+    case typed(TypedCodeTarget)
+
+    /// The `redeemed_with` the ledger records.
+    var name: String {
+        switch self {
+        case .link: "link"
+        case .typed: "typed"
+        }
+    }
+
+    var ledgerKey: Data {
+        switch self {
+        case .link(let plaintext): Data(ActionCode.ledgerKey(plaintext))
+        case .typed(let target): Data(target.codeKey)
+        }
+    }
+}
+
+/// The one ledger code a typed code may match: its key (what the typed code's hash is bound to), the hash, the
+/// wrong tries so far, and the session its request was bound to (SHA-256 hex), if any.
+public struct TypedCodeTarget: Sendable, Hashable {
+    public let codeID: Int64
+    public let codeKey: [UInt8]
+    public let typedHash: [UInt8]
+    public let tries: Int
+    public let kind: ActionKind
+    public let session: String?
+    public let expiresAt: Date
+    /// Redeemed (by its link or typed) or superseded.
+    public let spent: Bool
+}
+
+extension CodeStore {
+    public func consume(_ code: String, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeRecord {
+        try consume(.link(code), expecting: kinds, visitor: visitor, now: now)
+    }
+
+    public func redeemVerification(_ code: String, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeRecord) {
+        try redeemVerification(.link(code), visitor: visitor, now: now)
+    }
+
+    public func redeemPasswordReset(_ code: String, passwordHash: String, visitor: Visitor, now: Date) throws -> Account {
+        try redeemPasswordReset(.link(code), passwordHash: passwordHash, visitor: visitor, now: now)
+    }
+
+    public func redeemEmailLinkSignIn(
+        _ code: String, email: String, linkingTo uid: String?, newUID: String, visitor: Visitor, now: Date
+    ) throws -> SignInRedemption {
+        try redeemEmailLinkSignIn(.link(code), email: email, linkingTo: uid, newUID: newUID, visitor: visitor, now: now)
+    }
 }

@@ -38,7 +38,8 @@ extension Records {
             smtpReply: row["smtp_reply"], firstClickAt: (row["first_click_at"] as Int64?).map(Date.init(milliseconds:)),
             redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
             redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"],
-            feedbackAt: (row["feedback_at"] as Int64?).map(Date.init(milliseconds:)), feedback: row["feedback"])
+            feedbackAt: (row["feedback_at"] as Int64?).map(Date.init(milliseconds:)), feedback: row["feedback"],
+            redeemedWith: row["redeemed_with"])
     }
 
     /// An `account_events` row joined with its account's `email`.
