@@ -4,7 +4,8 @@ import Hummingbird
 
 /// Lets a signed-in browser through to the console: others are sent to the sign-in form. A `POST` must also
 /// carry the session's CSRF token in its form's `csrf` field, or it is refused with 403 and changes nothing; a
-/// read-only session's `POST`s (but signing out) are refused with 403 too.
+/// read-only session's `POST`s (but signing out) are refused with 403 too, and its pages are rendered without change
+/// forms (`ConsolePage.canChange`).
 struct ConsoleAuthMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
 
@@ -22,7 +23,9 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
         var context = context
         context.consoleSession = session
         context.caller = .admin
-        guard request.method == .post else { return try await next(request, context) }
+        guard request.method == .post else {
+            return try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
+        }
         var request = request
         let form = try await ConsoleForm.read(&request, as: CSRFField.self)
         guard let presented = form?.csrf, Secret.equal(presented, session.csrf) else {
@@ -38,7 +41,7 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
                 "This session was signed in with the read-only token: it shows every page and changes nothing. "
                     + "Sign in with the admin token to do this.", status: .forbidden)
         }
-        return try await next(request, context)
+        return try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
     }
 }
 

@@ -71,7 +71,8 @@ extension ConsoleController {
         let scopeOptions =
             #"<option value="">by reason (campaigns for unsubscribe, else all)</option>"#
             + Suppression.Scope.allCases.map { #"<option value="\#($0.rawValue)">\#($0.rawValue)</option>"# }.joined()
-        let add = """
+        let add = ConsolePage.changing(
+            """
             <h2>Add</h2>
             <form id="suppression-add" class="filters" method="post" action="\(Self.suppressionsPath)/add">
             <input type="hidden" name="csrf" value="\(ConsolePage.escape(session?.csrf ?? ""))">
@@ -80,7 +81,7 @@ extension ConsoleController {
             <label>Scope <select name="scope">\(scopeOptions)</select></label>
             <label>Note <input name="detail" maxlength="1000"></label>
             <button id="suppression-add-button" type="submit">Suppress</button></form>
-            """
+            """)
         func page(_ content: String, status: HTTPResponse.Status = .ok) -> Response {
             ConsolePage.response(ConsolePage.html("Suppressions", content, session: session, current: "suppressions"), status: status)
         }

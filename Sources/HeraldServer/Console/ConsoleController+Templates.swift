@@ -47,14 +47,18 @@ extension ConsoleController {
         let csrf = context.consoleSession?.csrf ?? ""
         let direction = content.locale.isRightToLeft ? "rtl" : "ltr"
         let lang = ConsolePage.escape(content.locale.value)
-        let body = """
-            \(ConsolePage.notice(notice))\(ConsolePage.error(error))
-            <p class="muted">Sample data; the link carries a code that redeems nothing.</p>
-            <p>Subject: <strong id="subject" lang="\(lang)" dir="\(direction)">\(ConsolePage.escape(content.subject))</strong></p>
+        let sendTest = ConsolePage.changing(
+            """
             <form id="send-test" class="filters" method="post" action="\(base)/test">
             <input type="hidden" name="csrf" value="\(ConsolePage.escape(csrf))">
             <label>Send a test to <input name="email" type="email" required placeholder="you@example.com"></label>
             <button id="send-test-button" type="submit">Send test</button></form>
+            """)
+        let body = """
+            \(ConsolePage.notice(notice))\(ConsolePage.error(error))
+            <p class="muted">Sample data; the link carries a code that redeems nothing.</p>
+            <p>Subject: <strong id="subject" lang="\(lang)" dir="\(direction)">\(ConsolePage.escape(content.subject))</strong></p>
+            \(sendTest)
             <h2>HTML</h2><iframe id="preview" title="HTML part" sandbox src="\(base)/html"></iframe>
             <h2>Text</h2><pre id="text" lang="\(lang)" dir="\(direction)">\(ConsolePage.escape(content.text))</pre>
             """

@@ -25,6 +25,9 @@ struct ConsoleSessions: Sendable {
         /// Signed in with the read token: it reads every page and changes nothing.
         var readOnly = false
 
+        /// Whether this session may change things: its pages carry change forms (`ConsolePage.canChange`).
+        var canChange: Bool { !readOnly }
+
         /// Who did a console action, for the log: the role and the start of the session's nonce.
         var actor: String { "console:\(readOnly ? "reader" : "admin"):\(nonce.prefix(8))" }
     }
