@@ -13,7 +13,7 @@ import HeraldCore
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
 public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, ConsoleQueries, AbuseStore,
-    SuppressionStore, RequeueStore, WebhookStore, LedgerProbe
+    SuppressionStore, RequeueStore, WebhookStore, LedgerProbe, ConsoleActionLog
 {}
 
 /// Opens the store a configuration names.

@@ -75,7 +75,7 @@ ROUTES = {
     ("get", "/admin/templates/{action}/{locale}/html"), ("post", "/admin/templates/{action}/{locale}/test"),
     ("get", "/admin/console/suppressions"), ("post", "/admin/console/suppressions/add"),
     ("post", "/admin/console/suppressions/remove"), ("get", "/admin/console/suppressions/export"),
-    ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"),
+    ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"), ("get", "/admin/console/activity"),
     ("get", "/health"), ("get", "/metrics"), ("get", "/openapi.json"),
 }
 

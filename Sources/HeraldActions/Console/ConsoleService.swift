@@ -86,6 +86,18 @@ extension ConsoleService {
     }
 }
 
+extension ConsoleService {
+    /// Appends a change made in the console to the ledger's action log.
+    public func record(_ action: ConsoleAction) throws {
+        try store.recordConsoleAction(action)
+    }
+
+    /// The action log, newest first (`herald console activity`, `/admin/console/activity`).
+    public func actions(_ query: ConsoleActionQuery) throws -> [ConsoleAction] {
+        try store.consoleActions(query)
+    }
+}
+
 /// A worker that has not stopped, as the console shows it.
 public struct LiveWorker: Sendable, Hashable {
     public let host: String

@@ -162,7 +162,8 @@ extension ConsoleController {
             return failure(error, "Suppressions", context: context)
         }
         let already = Set(emails.map { $0.lowercased() }).count - added
-        logAction("suppressed", context: context, ["added": "\(added)", "addresses": "\(emails.count)"])
+        let target = emails.count == 1 ? emails[0].lowercased() : "\(emails.count) addresses"
+        logAction("suppressed", target: target, context: context, ["added": "\(added)", "addresses": "\(emails.count)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=added&added=\(added)&already=\(max(0, already))")
     }
 
@@ -171,13 +172,15 @@ extension ConsoleController {
         var request = request
         let fields = try await ConsoleForm.read(&request, as: SuppressionRemoveFields.self)
         let removed: Bool
+        guard let email = nonEmpty(fields?.email) else {
+            return failure(HeraldError(.argumentError, "name the address to remove"), "Suppressions", context: context)
+        }
         do {
-            guard let email = nonEmpty(fields?.email) else { throw HeraldError(.argumentError, "name the address to remove") }
             removed = try await offload { try feedback.unsuppress(email: email) }
         } catch {
             return failure(error, "Suppressions", context: context)
         }
-        logAction("unsuppressed", context: context, ["removed": "\(removed)"])
+        logAction("unsuppressed", target: email.lowercased(), context: context, ["removed": "\(removed)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=\(removed ? "removed" : "absent")")
     }
 

@@ -102,7 +102,9 @@ extension ConsoleController {
         do {
             let result = try await offload { try console.sendTemplateTest(target.0, locale: target.1, to: email) }
             let reply = [result.replyCode.map(String.init), result.replyText].compactMap { $0 }.joined(separator: " ")
-            logAction("template test", context: context, ["action": "\(target.0.rawValue)", "outcome": "\(result.outcome.rawValue)"])
+            logAction(
+                "template test sent", target: "\(target.0.rawValue)/\(target.1.value)", result: result.outcome == .sent ? .ok : .failed,
+                context: context, ["outcome": "\(result.outcome.rawValue)"])
             guard result.outcome == .sent else {
                 return templatePage(context: context, notice: nil, error: "The relay did not take it: \(reply)", status: .badGateway)
             }

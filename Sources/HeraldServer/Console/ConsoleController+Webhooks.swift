@@ -119,7 +119,9 @@ extension ConsoleController {
         } catch {
             return failure(error, "Webhooks", context: context)
         }
-        logAction("webhook deliveries replayed", context: context, ["count": "\(count)"])
+        let target = nonEmpty(fields.id).map { "delivery \($0)" } ?? nonEmpty(fields.endpoint) ?? "every endpoint"
+        logAction(
+            "webhook deliveries replayed", target: target, context: context, ["count": "\(count)", "state": "\(nonEmpty(fields.state) ?? "dead")"])
         return ConsolePage.redirect(to: "\(Self.webhooksPath)?done=replayed&count=\(count)")
     }
 

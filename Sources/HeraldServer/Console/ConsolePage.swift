@@ -25,6 +25,7 @@ enum ConsolePage {
             ("messages", "/admin/messages", "Messages"), ("audit", "/admin/audit/search", "Audit"),
             ("templates", "/admin/templates", "Templates"),
             ("suppressions", "/admin/console/suppressions", "Suppressions"), ("webhooks", "/admin/console/webhooks", "Webhooks"),
+            ("activity", "/admin/console/activity", "Activity"),
         ]
         let nav =
             session.map { session in
