@@ -73,6 +73,8 @@ ROUTES = {
     ("post", "/admin/messages/{id}/retry"), ("post", "/admin/messages/{id}/cancel"), ("get", "/admin/audit/search"),
     ("get", "/admin/templates"), ("get", "/admin/templates/{action}/{locale}"),
     ("get", "/admin/templates/{action}/{locale}/html"), ("post", "/admin/templates/{action}/{locale}/test"),
+    ("post", "/admin/templates/{action}/{locale}/preview"), ("post", "/admin/templates/{action}/{locale}/save"),
+    ("post", "/admin/templates/{action}/{locale}/revert"),
     ("get", "/admin/console/suppressions"), ("post", "/admin/console/suppressions/add"),
     ("post", "/admin/console/suppressions/remove"), ("get", "/admin/console/suppressions/export"),
     ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"), ("get", "/admin/console/activity"),

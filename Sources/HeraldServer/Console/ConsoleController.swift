@@ -53,6 +53,9 @@ struct ConsoleController: Sendable {
         pages.get("templates/:action/:locale", use: template)
         pages.get("templates/:action/:locale/html", use: templateHTML)
         pages.post("templates/:action/:locale/test", use: sendTest)
+        pages.post("templates/:action/:locale/preview", use: previewTemplate)
+        pages.post("templates/:action/:locale/save", use: saveTemplate)
+        pages.post("templates/:action/:locale/revert", use: revertTemplate)
         // Under `console/`: `/admin/suppressions` is the bearer-token JSON API; the webhooks page beside it.
         pages.get("console/suppressions", use: suppressionsPage)
         pages.post("console/suppressions/add", use: addSuppressions)
