@@ -42,11 +42,15 @@ def test_the_read_token_signs_in_to_every_page_marked_read_only(client, reader, 
     assert client.get("/admin/audit", reader, params={"email": delivered.email}).status_code == 200
 
 
+def targets(ledger, srv, tag: str):
+    """Something for every change button: a scheduled campaign of one, a refused message, a suppressed address."""
+    email = unique_email(tag)
+    assert bearer(srv, "POST", "/admin/suppressions", json={"emails": [email]}).status_code == 200
+    return ledger.campaign(f"{tag}camp", 1), ledger.refused(f"{tag}msg"), email
+
+
 def test_a_read_only_session_is_shown_no_change_forms(client, reader, session, ledger, console_server):
-    campaign = ledger.campaign("readerforms", 1)
-    refused = ledger.refused("readerforms")
-    email = unique_email("readerforms")
-    assert bearer(console_server, "POST", "/admin/suppressions", json={"emails": [email]}).status_code == 200
+    campaign, refused, email = targets(ledger, console_server, "readerforms")
     pages = {
         "/admin/campaigns": f"/admin/campaigns/{campaign.id}/pause",
         f"/admin/messages/{refused.id}": f"/admin/messages/{refused.id}/retry",
@@ -67,10 +71,7 @@ def test_a_read_only_session_is_shown_no_change_forms(client, reader, session, l
 
 
 def test_a_read_only_session_changes_nothing_even_with_its_csrf(client, reader, session, ledger, console_server):
-    campaign = ledger.campaign("readercamp", 1)
-    refused = ledger.refused("readermsg")
-    email = unique_email("readersupp")
-    assert bearer(console_server, "POST", "/admin/suppressions", json={"emails": [email]}).status_code == 200
+    campaign, refused, email = targets(ledger, console_server, "reader")
     attempts = {
         f"/admin/campaigns/{campaign.id}/pause": {},
         f"/admin/messages/{refused.id}/retry": {},
