@@ -12,7 +12,7 @@ public struct HeraldCommand: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, SendCommand.self, WorkerCommand.self, MessagesCommand.self, TemplatesCommand.self, ServeCommand.self,
             AccountsCommand.self, CampaignCommand.self, AuditCommand.self, ThrottlesCommand.self, KeysCommand.self, DKIMCommand.self,
-            SuppressionsCommand.self, BouncesCommand.self, WebhooksCommand.self, CheckCommand.self,
+            SuppressionsCommand.self, BouncesCommand.self, WebhooksCommand.self, ConsoleCommand.self, CheckCommand.self,
         ]
     )
 

@@ -13,7 +13,8 @@ import HeraldCore
 /// let id = try store.enqueue(request, messageDomain: "example.com", throttle: nil, now: Date())
 /// ```
 public protocol HeraldStore: OutboxStore, CodeStore, AccountStore, CampaignStore, LedgerQueries, ConsoleQueries, AbuseStore,
-    SuppressionStore, RequeueStore, WebhookStore, LedgerProbe
+    SuppressionStore, RequeueStore, WebhookStore, LedgerProbe, ConsoleActionLog,
+    TemplateRevisionStore
 {}
 
 /// Opens the store a configuration names.

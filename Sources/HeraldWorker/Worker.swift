@@ -54,6 +54,8 @@ public struct Worker: Sendable {
     let metrics = WorkerMetrics()
     /// The composers of campaigns with templates of their own, read from the ledger once per campaign.
     let campaignComposers = CampaignComposers()
+    /// The templates edited in the console, read from the ledger at most once a minute.
+    let templateOverrides = TemplateOverrides()
     /// Told why the ledger is unavailable while the worker waits for it, and nil once it is back.
     public var onLedgerUnavailable: @Sendable (String?) -> Void = { _ in }
     /// Told why the SMTP relay fails while it does, on each failed connection of an outage, and nil once it answers again.
@@ -389,7 +391,8 @@ public struct Worker: Sendable {
         let message = claimed.message
         let now = Date()
         do {
-            let composer = try campaignComposers.composer(for: message, base: composer, store: store)
+            let base = templateOverrides.composer(base: composer, store: store)
+            let composer = try campaignComposers.composer(for: message, base: base, store: store)
             let input = MessageComposer.input(for: message, code: claimed.code.plaintext, typedCode: claimed.typedCode?.value, date: now)
             let composed = try composer.compose(input)
             return .success(composed)

@@ -49,6 +49,29 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func theRecentListPagesNewestFirstThroughTiesInTime(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let entries = [("a", 0), ("b", 2), ("c", 1), ("d", 2), ("e", 3)].map { name, second in
+            Suppression(
+                email: "\(name)@example.com", reason: name == "c" ? .complaint : .manual, createdAt: now.addingTimeInterval(Double(second)))
+        }
+        let lapsed = Suppression(email: "z@example.com", reason: .softBounce, createdAt: now, expiresAt: now.addingTimeInterval(-1))
+        #expect(try store.suppress(entries + [lapsed], now: now) == 6)
+        var seen: [String] = []
+        var after: SuppressionCursor?
+        for _ in 0..<5 {
+            let page = try store.recentSuppressions(reason: nil, after: after, limit: 2)
+            seen += page.map(\.email)
+            guard let last = page.last, page.count == 2 else { break }
+            after = SuppressionCursor(after: last)
+        }
+        #expect(seen == ["e", "d", "b", "c", "a"].map { "\($0)@example.com" })
+        #expect(try store.recentSuppressions(reason: .complaint, after: nil, limit: 10).map(\.email) == ["c@example.com"])
+        #expect(SuppressionCursor("\(now.milliseconds),d@example.com") == SuppressionCursor(createdAt: now, email: "d@example.com"))
+        #expect(SuppressionCursor("d@example.com") == nil && SuppressionCursor("12,") == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aHardBounceMarksTheRowAndSuppressesTheAddressAtOnce(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch)
         let id = try sentRow("gone@example.com", in: store)

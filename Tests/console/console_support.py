@@ -44,6 +44,7 @@ NAV_LINKS = {
     "nav-templates": "/admin/templates",
     "nav-suppressions": "/admin/console/suppressions",
     "nav-webhooks": "/admin/console/webhooks",
+    "nav-activity": "/admin/console/activity",
 }
 
 # No mail cooldown between sends to one address (two resets to the same person); `campaigns:` for the CLI.

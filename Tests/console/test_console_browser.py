@@ -250,7 +250,7 @@ def console_pages(ledger) -> list:
         "/admin/sign-in", "/admin/", "/admin/campaigns", f"/admin/campaigns/{campaign.id}", "/admin/messages",
         f"/admin/messages/{delivered.ids[0]}", f"/admin/messages?email={delivered.email}", "/admin/audit/search",
         "/admin/templates", "/admin/templates/reset-password/en", "/admin/templates/reset-password/fa",
-        SUPPRESSIONS, f"{SUPPRESSIONS}?email={delivered.email}", "/admin/console/webhooks",
+        SUPPRESSIONS, f"{SUPPRESSIONS}?email={delivered.email}", "/admin/console/webhooks", "/admin/console/activity",
         "/admin/messages?email=a@x.test&email=b@x.test",  # an error page
     ]
 

@@ -599,17 +599,20 @@ def test_a_bad_address_or_reason_is_refused_as_a_page_and_adds_nothing(client, s
     assert_error_page(client.get(f"{SUPPRESSIONS}?email=a@x.test&email=b@x.test", session), 400)
 
 
-def test_the_suppression_list_pages_in_address_order_and_exports_csv(client, session, console_server):
-    """More than a page: following `Next page` from the first visits every address once, in order; the reason filter
-    narrows both the list and the export; the CSV is `herald suppressions export`'s form, a download."""
+def test_the_suppression_list_pages_newest_first_and_exports_csv(client, session, console_server):
+    """More than a page: following `Next page` from the first visits every address once, newest first (ties in
+    time by address, descending) as the ledger orders them; the reason filter narrows both the list and the export;
+    the CSV is `herald suppressions export`'s form, a download."""
     srv = console_server
     tag = f"conpage{time.monotonic_ns()}"
     emails = sorted(f"{tag}-{i:03d}@x.test" for i in range(105))
     added = bearer(srv, "POST", "/admin/suppressions", json={"emails": emails, "reason": "manual"})
     assert added.status_code == 200, show(added)
+    time.sleep(0.01)
     hard = unique_email("conpagehard")
     assert bearer(srv, "POST", "/admin/suppressions", json={"emails": [hard], "reason": "hard-bounce"}).status_code == 200
-    expected = sorted(r["email"] for r in query(srv.db_path, "SELECT email FROM suppressions"))
+    expected = [r["email"] for r in query(srv.db_path, "SELECT email FROM suppressions ORDER BY created_at DESC, email DESC")]
+    assert expected[0] == hard, "the newest entry leads"
 
     seen, path, pages = [], SUPPRESSIONS, 0
     while path:
@@ -622,6 +625,8 @@ def test_the_suppression_list_pages_in_address_order_and_exports_csv(client, ses
         path = link.get("href") if link is not None else None
         assert pages < 50, "paging does not end"
     assert pages >= 2 and seen == expected, f"{pages} pages; {len(seen)} seen vs {len(expected)} in the ledger"
+    for bad in ("x", "12", ",a@x.test", "-5,a@x.test"):
+        assert_error_page(client.get(SUPPRESSIONS, session, params={"after": bad}), 400)
 
     doc = client.page(SUPPRESSIONS, session, params={"reason": "hard-bounce"})
     rows = [tr.get("data-email") for tr in doc.select("table#suppressions tr[data-email]")]
@@ -635,7 +640,7 @@ def test_the_suppression_list_pages_in_address_order_and_exports_csv(client, ses
     reader = csv.DictReader(io.StringIO(resp.text, newline=""))
     assert reader.fieldnames == ["email", "reason", "scope", "detail", "created_at"], reader.fieldnames
     exported = [r["email"] for r in reader]
-    assert sorted(exported) == expected and exported == sorted(exported)
+    assert sorted(exported) == sorted(expected) and exported == sorted(exported), "the export stays in address order"
     by_reason = client.get(export, session)
     assert by_reason.status_code == 200, show(by_reason)
     assert hard in by_reason.text and emails[0] not in by_reason.text

@@ -42,11 +42,36 @@ def test_the_read_token_signs_in_to_every_page_marked_read_only(client, reader, 
     assert client.get("/admin/audit", reader, params={"email": delivered.email}).status_code == 200
 
 
+def targets(ledger, srv, tag: str):
+    """Something for every change button: a scheduled campaign of one, a refused message, a suppressed address."""
+    email = unique_email(tag)
+    assert bearer(srv, "POST", "/admin/suppressions", json={"emails": [email]}).status_code == 200
+    return ledger.campaign(f"{tag}camp", 1), ledger.refused(f"{tag}msg"), email
+
+
+def test_a_read_only_session_is_shown_no_change_forms(client, reader, session, ledger, console_server):
+    campaign, refused, email = targets(ledger, console_server, "readerforms")
+    pages = {
+        "/admin/campaigns": f"/admin/campaigns/{campaign.id}/pause",
+        f"/admin/messages/{refused.id}": f"/admin/messages/{refused.id}/retry",
+        f"/admin/messages/{campaign.ids[0]}": f"/admin/messages/{campaign.ids[0]}/cancel",
+        "/admin/console/suppressions": "/admin/console/suppressions/add",
+        f"/admin/console/suppressions?email={email}": "/admin/console/suppressions/remove",
+        "/admin/templates/reset-password/en": "/admin/templates/reset-password/en/test",
+    }
+    for path, action in pages.items():
+        admin_actions = {form.get("action") for form in post_forms(parse_html(client.get(path, session).text))}
+        assert action in admin_actions, f"the admin's {path} has no form posting to {action}: {admin_actions}"
+    for path in list(pages) + CONSOLE_PAGES:
+        resp = client.get(path, reader)
+        assert resp.status_code == 200, show(resp)
+        doc = parse_html(resp.text)
+        actions = [form.get("action") for form in post_forms(doc)]
+        assert actions == ["/admin/sign-out"], f"{path} offers a read-only session {actions}"
+
+
 def test_a_read_only_session_changes_nothing_even_with_its_csrf(client, reader, session, ledger, console_server):
-    campaign = ledger.campaign("readercamp", 1)
-    refused = ledger.refused("readermsg")
-    email = unique_email("readersupp")
-    assert bearer(console_server, "POST", "/admin/suppressions", json={"emails": [email]}).status_code == 200
+    campaign, refused, email = targets(ledger, console_server, "reader")
     attempts = {
         f"/admin/campaigns/{campaign.id}/pause": {},
         f"/admin/messages/{refused.id}/retry": {},

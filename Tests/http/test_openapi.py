@@ -76,9 +76,11 @@ ROUTES = {
     ("get", "/admin/audit/search"),
     ("get", "/admin/templates"), ("get", "/admin/templates/{action}/{locale}"),
     ("get", "/admin/templates/{action}/{locale}/html"), ("post", "/admin/templates/{action}/{locale}/test"),
+    ("post", "/admin/templates/{action}/{locale}/preview"), ("post", "/admin/templates/{action}/{locale}/save"),
+    ("post", "/admin/templates/{action}/{locale}/revert"),
     ("get", "/admin/console/suppressions"), ("post", "/admin/console/suppressions/add"),
     ("post", "/admin/console/suppressions/remove"), ("get", "/admin/console/suppressions/export"),
-    ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"),
+    ("get", "/admin/console/webhooks"), ("post", "/admin/console/webhooks/replay"), ("get", "/admin/console/activity"),
     ("get", "/health"), ("get", "/metrics"), ("get", "/openapi.json"),
 }
 

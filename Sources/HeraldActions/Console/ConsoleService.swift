@@ -64,9 +64,11 @@ extension ConsoleService {
         ActionKind.allCases.map { kind in (kind, composer.templates.locales(of: kind)) }
     }
 
-    /// The subject and bodies of an action in a locale, with sample data.
+    /// The subject and bodies of an action in a locale, with sample data, as the worker renders them now (the newest
+    /// revisions edited in the console over the files).
     public func preview(_ kind: ActionKind, locale: LocaleTag) throws -> RenderedContent {
-        composer.content(try composer.sampleInput(kind, locale: locale, links: configuration.links))
+        let composer = try currentComposer()
+        return composer.content(try composer.sampleInput(kind, locale: locale, links: configuration.links))
     }
 
     /// Sends the sample message of an action in a locale to `recipient` through the configured relay, on one
@@ -81,8 +83,21 @@ extension ConsoleService {
         if let suppression = try store.suppressions(emails: [address.value])[address.value], suppression.stops(campaign: false) {
             throw HeraldError(.recipientSuppressed, "\(address.value) is suppressed (\(suppression.reason.rawValue))")
         }
+        let composer = try currentComposer()
         let composed = try composer.compose(try composer.sampleInput(kind, locale: locale, links: configuration.links, to: address))
         return try testSend(composed)
+    }
+}
+
+extension ConsoleService {
+    /// Appends a change made in the console to the ledger's action log.
+    public func record(_ action: ConsoleAction) throws {
+        try store.recordConsoleAction(action)
+    }
+
+    /// The action log, newest first (`herald console activity`, `/admin/console/activity`).
+    public func actions(_ query: ConsoleActionQuery) throws -> [ConsoleAction] {
+        try store.consoleActions(query)
     }
 }
 

@@ -8,6 +8,13 @@ extension FeedbackService {
         try store.listSuppressions(reason: reason, after: after?.lowercased(), limit: max(1, min(limit, 10_000)))
     }
 
+    /// One page of the suppression list newest first, after `after` (the previous page's last entry).
+    public func recentSuppressions(reason: Suppression.Reason? = nil, after: SuppressionCursor? = nil, limit: Int = 100) throws
+        -> [Suppression]
+    {
+        try store.recentSuppressions(reason: reason, after: after, limit: max(1, min(limit, 10_000)))
+    }
+
     /// The suppression of one address, if any.
     public func suppression(email: String) throws -> Suppression? {
         let address = try EmailAddress(email).value

@@ -112,3 +112,30 @@ public struct FeedbackCount: Sendable, Hashable, Codable {
         self.count = count
     }
 }
+
+/// Where a page of the suppression list newest first ends: its last entry's time and address. As text
+/// (`<Unix ms>,<address>`) it is the console's `after` parameter.
+public struct SuppressionCursor: Sendable, Hashable {
+    public var createdAt: Date
+    public var email: String
+
+    public init(createdAt: Date, email: String) {
+        self.createdAt = createdAt
+        self.email = email
+    }
+
+    /// The cursor after `entry`.
+    public init(after entry: Suppression) {
+        self.init(createdAt: entry.createdAt, email: entry.email)
+    }
+
+    /// `<Unix ms>,<address>`; nil when `text` is not one.
+    public init?(_ text: String) {
+        guard let comma = text.firstIndex(of: ","), let ms = Int64(text[..<comma]), ms >= 0 else { return nil }
+        let email = String(text[text.index(after: comma)...])
+        guard !email.isEmpty else { return nil }
+        self.init(createdAt: Date(milliseconds: ms), email: email)
+    }
+
+    public var description: String { "\(createdAt.milliseconds),\(email)" }
+}

@@ -64,6 +64,15 @@ public struct MessageComposer: Sendable {
         return copy
     }
 
+    /// This composer with templates edited in the console in force (`TemplateLibrary.overriding`); itself when there
+    /// are none.
+    public func overriding(_ revisions: [TemplateRevision]) throws -> MessageComposer {
+        guard !revisions.isEmpty else { return self }
+        var copy = self
+        copy.templates = try templates.overriding(revisions)
+        return copy
+    }
+
     /// What one email needs.
     public struct Input: Sendable {
         public var kind: ActionKind

@@ -92,6 +92,24 @@ public struct TemplateLibrary: Sendable {
         }
         return TemplateLibrary(library: library, locales: [kind: Set(parts.keys)], defaultLocale: defaultLocale, layout: layout)
     }
+    /// This library with templates edited in the console in force: each revision's parts replace its action's
+    /// templates in its locale (one that goes back to the file changes nothing); renderings compile afresh.
+    ///
+    /// - Throws: `TEMPLATE_ERROR` with the renderer's message for a part that does not parse.
+    public func overriding(_ revisions: [TemplateRevision]) throws -> TemplateLibrary {
+        var library = self.library
+        var locales = self.locales
+        for revision in revisions {
+            guard let parts = revision.parts else { continue }
+            for file in parts.files(revision.locale) {
+                let path = "\(revision.kind.rawValue)/\(revision.locale.value)/\(file.part).mustache"
+                library.register(try Self.parse(Data(file.text.utf8), path: path), named: Self.name(revision.kind, revision.locale, file.part))
+            }
+            locales[revision.kind, default: []].insert(revision.locale)
+        }
+        return TemplateLibrary(library: library, locales: locales, defaultLocale: defaultLocale, layout: layout)
+    }
+
     /// The locales `kind` has templates for, in tag order.
     public func locales(of kind: ActionKind) -> [LocaleTag] {
         locales[kind, default: []].sorted { $0.value < $1.value }

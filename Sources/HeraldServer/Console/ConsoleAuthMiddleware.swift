@@ -1,12 +1,19 @@
 import Foundation
+import HeraldActions
 import HeraldCore
 import Hummingbird
 
 /// Lets a signed-in browser through to the console: others are sent to the sign-in form. A `POST` must also
 /// carry the session's CSRF token in its form's `csrf` field, or it is refused with 403 and changes nothing; a
-/// read-only session's `POST`s (but signing out) are refused with 403 too.
+/// read-only session's `POST`s (but signing out) are refused with 403 too, and its pages are rendered without change
+/// forms (`ConsolePage.canChange`).
+///
+/// Every `POST` but signing out is written to the ledger's action log with the session's actor once it has been
+/// answered (`ConsoleActionNotes`): what the handler noted, a read-only session's refusal, or a failure.
 struct ConsoleAuthMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
+    /// Where the action log goes.
+    let console: ConsoleService
 
     /// The one field the middleware reads from a form.
     struct CSRFField: Decodable {
@@ -22,7 +29,9 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
         var context = context
         context.consoleSession = session
         context.caller = .admin
-        guard request.method == .post else { return try await next(request, context) }
+        guard request.method == .post else {
+            return try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
+        }
         var request = request
         let form = try await ConsoleForm.read(&request, as: CSRFField.self)
         guard let presented = form?.csrf, Secret.equal(presented, session.csrf) else {
@@ -30,15 +39,41 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
                 "Refused", "This form has expired or did not come from the console. Go back, reload the page and try again.",
                 status: .forbidden)
         }
-        if session.readOnly, request.uri.path != "\(ConsoleSessions.path)/sign-out" {
+        let path = request.uri.path
+        if path == "\(ConsoleSessions.path)/sign-out" {
+            return try await next(request, context)
+        }
+        if session.readOnly {
             context.logger.notice(
-                "console: read-only session refused a change", metadata: ["actor": "\(session.actor)", "path": "\(request.uri.path)"])
+                "console: read-only session refused a change", metadata: ["actor": "\(session.actor)", "path": "\(path)"])
+            let refusal = ConsoleAction(
+                at: Date(), actor: session.actorLabel, action: ConsoleActionNotes.action(path: path), detail: "read-only session",
+                result: .refused)
+            await record([refusal], context: context)
             return ConsolePage.message(
                 "Read only",
                 "This session was signed in with the read-only token: it shows every page and changes nothing. "
                     + "Sign in with the admin token to do this.", status: .forbidden)
         }
-        return try await next(request, context)
+        let notes = ConsoleActionNotes()
+        let response = try await ConsoleActionNotes.$current.withValue(notes) {
+            try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
+        }
+        await record(notes.entries(actor: session.actorLabel, path: path, status: response.status), context: context)
+        return response
+    }
+
+    /// Writes `actions` to the log. A ledger that cannot take them does not undo or hide the change: the process log
+    /// keeps the line `logAction` wrote.
+    private func record(_ actions: [ConsoleAction], context: HeraldRequestContext) async {
+        for action in actions {
+            do {
+                try await offload { [console] in try console.record(action) }
+            } catch {
+                context.logger.warning(
+                    "console: the action log did not take an entry", metadata: ["action": "\(action.action)", "error": "\(error)"])
+            }
+        }
     }
 }
 

@@ -3,8 +3,8 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `/admin/console/suppressions`: the suppression list as `herald suppressions` has it: a page at a time in address
-/// order, one address looked up, addresses added and removed, and the whole list as CSV.
+/// `/admin/console/suppressions`: the suppression list as `herald suppressions` has it: newest first a page at a time,
+/// one address looked up, addresses added and removed, and the whole list as CSV.
 ///
 /// The console's paths sit under `/admin/console/` because `/admin/suppressions` is the bearer-token JSON API.
 extension ConsoleController {
@@ -71,7 +71,8 @@ extension ConsoleController {
         let scopeOptions =
             #"<option value="">by reason (campaigns for unsubscribe, else all)</option>"#
             + Suppression.Scope.allCases.map { #"<option value="\#($0.rawValue)">\#($0.rawValue)</option>"# }.joined()
-        let add = """
+        let add = ConsolePage.changing(
+            """
             <h2>Add</h2>
             <form id="suppression-add" class="filters" method="post" action="\(Self.suppressionsPath)/add">
             <input type="hidden" name="csrf" value="\(ConsolePage.escape(session?.csrf ?? ""))">
@@ -80,14 +81,21 @@ extension ConsoleController {
             <label>Scope <select name="scope">\(scopeOptions)</select></label>
             <label>Note <input name="detail" maxlength="1000"></label>
             <button id="suppression-add-button" type="submit">Suppress</button></form>
-            """
+            """)
         func page(_ content: String, status: HTTPResponse.Status = .ok) -> Response {
             ConsolePage.response(ConsolePage.html("Suppressions", content, session: session, current: "suppressions"), status: status)
         }
         let reason: Suppression.Reason?
+        let after: SuppressionCursor?
         do {
             guard decoded != nil else { throw HeraldError(.argumentError, "the search could not be read: give each field once") }
             reason = try Self.suppressionReason(query.reason)
+            after = try nonEmpty(query.after).map { text in
+                guard let cursor = SuppressionCursor(text) else {
+                    throw HeraldError(.argumentError, "after must be a page's end as the Next page link gives it")
+                }
+                return cursor
+            }
         } catch let error as HeraldError {
             return page(search + ConsolePage.error(error.description) + add, status: .badRequest)
         }
@@ -97,8 +105,9 @@ extension ConsoleController {
             if let email = nonEmpty(query.email) {
                 entries = try await offload { try feedback.suppression(email: email) }.map { [$0] } ?? []
             } else {
-                let after = nonEmpty(query.after)
-                let found = try await offload { try feedback.suppressions(reason: reason, after: after, limit: Self.suppressionLimit + 1) }
+                let found = try await offload {
+                    try feedback.recentSuppressions(reason: reason, after: after, limit: Self.suppressionLimit + 1)
+                }
                 more = found.count > Self.suppressionLimit
                 entries = Array(found.prefix(Self.suppressionLimit))
             }
@@ -120,7 +129,7 @@ extension ConsoleController {
         var links: [String] = []
         let reasonQuery = reason.map { "reason=\($0.rawValue)" }
         if more, let last = entries.last {
-            let next = (reasonQuery.map { [$0] } ?? []) + ["after=\(Self.queryEscape(last.email))"]
+            let next = (reasonQuery.map { [$0] } ?? []) + ["after=\(Self.queryEscape(SuppressionCursor(after: last).description))"]
             links.append(#"<a id="next-page" href="\#(Self.suppressionsPath)?\#(ConsolePage.escape(next.joined(separator: "&")))">Next page</a>"#)
         }
         if nonEmpty(query.after) != nil || nonEmpty(query.email) != nil {
@@ -128,7 +137,7 @@ extension ConsoleController {
         }
         let export = "\(Self.suppressionsPath)/export" + (reasonQuery.map { "?\($0)" } ?? "")
         let empty = nonEmpty(query.email) != nil ? "That address is not suppressed." : "No suppressed addresses."
-        let paging = nonEmpty(query.email) == nil ? #"<p class="muted">In address order, \#(Self.suppressionLimit) a page.</p>"# : ""
+        let paging = nonEmpty(query.email) == nil ? #"<p class="muted">Newest first, \#(Self.suppressionLimit) a page.</p>"# : ""
         let done = Self.suppressionNotice(request.uri.queryParameters.reduce(into: [:]) { $0[String($1.key)] = String($1.value) })
         let body = """
             \(ConsolePage.notice(done))\(search)
@@ -161,7 +170,8 @@ extension ConsoleController {
             return failure(error, "Suppressions", context: context)
         }
         let already = Set(emails.map { $0.lowercased() }).count - added
-        logAction("suppressed", context: context, ["added": "\(added)", "addresses": "\(emails.count)"])
+        let target = emails.count == 1 ? emails[0].lowercased() : "\(emails.count) addresses"
+        logAction("suppressed", target: target, context: context, ["added": "\(added)", "addresses": "\(emails.count)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=added&added=\(added)&already=\(max(0, already))")
     }
 
@@ -170,13 +180,15 @@ extension ConsoleController {
         var request = request
         let fields = try await ConsoleForm.read(&request, as: SuppressionRemoveFields.self)
         let removed: Bool
+        guard let email = nonEmpty(fields?.email) else {
+            return failure(HeraldError(.argumentError, "name the address to remove"), "Suppressions", context: context)
+        }
         do {
-            guard let email = nonEmpty(fields?.email) else { throw HeraldError(.argumentError, "name the address to remove") }
             removed = try await offload { try feedback.unsuppress(email: email) }
         } catch {
             return failure(error, "Suppressions", context: context)
         }
-        logAction("unsuppressed", context: context, ["removed": "\(removed)"])
+        logAction("unsuppressed", target: email.lowercased(), context: context, ["removed": "\(removed)"])
         return ConsolePage.redirect(to: "\(Self.suppressionsPath)?done=\(removed ? "removed" : "absent")")
     }
 

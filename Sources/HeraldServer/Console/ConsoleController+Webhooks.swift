@@ -80,7 +80,8 @@ extension ConsoleController {
         }
         let endpointOptions = ConsolePage.options(reports.map(\.endpoint), selected: nil)
         let stateOptions = (["dead", "queued", "delivered", "any"]).map { #"<option value="\#($0)">\#($0)</option>"# }.joined()
-        let replayForm = """
+        let replayForm = ConsolePage.changing(
+            """
             <form id="webhook-replay" class="filters" method="post" action="\(Self.webhooksPath)/replay">
             <input type="hidden" name="csrf" value="\(ConsolePage.escape(csrf))">
             <label>Endpoint <select name="endpoint">\(endpointOptions)</select></label>
@@ -88,7 +89,7 @@ extension ConsoleController {
             <button id="webhook-replay-button" type="submit">Replay</button></form>
             <p class="muted">A replay queues the deliveries again, due now, with a fresh attempt budget; the worker posts them. \
             Receivers see the same event id again (<code>Herald-Event-Id</code>).</p>
-            """
+            """)
         let done =
             request.uri.queryParameters["done"] == "replayed"
             ? request.uri.queryParameters["count"].flatMap { Int(String($0)) }.map { "\($0) deliver\($0 == 1 ? "y" : "ies") queued again." }
@@ -102,7 +103,7 @@ extension ConsoleController {
                 id: "webhook-failures", ["Delivery", "Endpoint", "Event", "State", "Tries", "Status", "Answer", "Last try (UTC)", ""],
                 failureRows, empty: "No delivery is failing."))
             <p class="muted">The latest \(Self.webhookFailureLimit) deliveries whose last POST failed and that are not delivered.</p>
-            <h2>Replay</h2>\(replayForm)
+            \(replayForm.isEmpty ? "" : "<h2>Replay</h2>")\(replayForm)
             """
         return ConsolePage.response(ConsolePage.html("Webhooks", body, session: context.consoleSession, current: "webhooks"))
     }
@@ -118,7 +119,9 @@ extension ConsoleController {
         } catch {
             return failure(error, "Webhooks", context: context)
         }
-        logAction("webhook deliveries replayed", context: context, ["count": "\(count)"])
+        let target = nonEmpty(fields.id).map { "delivery \($0)" } ?? nonEmpty(fields.endpoint) ?? "every endpoint"
+        logAction(
+            "webhook deliveries replayed", target: target, context: context, ["count": "\(count)", "state": "\(nonEmpty(fields.state) ?? "dead")"])
         return ConsolePage.redirect(to: "\(Self.webhooksPath)?done=replayed&count=\(count)")
     }
 

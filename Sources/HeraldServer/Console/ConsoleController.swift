@@ -5,7 +5,7 @@ import Hummingbird
 import Logging
 
 /// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit,
-/// templates, suppressions and webhooks are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
+/// templates, suppressions, webhooks and the action log are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
 /// change is a `POST` form with the session's CSRF token.
 struct ConsoleController: Sendable {
     let console: ConsoleService
@@ -36,7 +36,7 @@ struct ConsoleController: Sendable {
         let routes = RouteCollection(context: HeraldRequestContext.self)
         routes.get("sign-in", use: signInForm)
         routes.post("sign-in", use: signIn)
-        let pages = routes.group().add(middleware: ConsoleAuthMiddleware(sessions: sessions))
+        let pages = routes.group().add(middleware: ConsoleAuthMiddleware(sessions: sessions, console: console))
         pages.get(use: overview)
         pages.post("sign-out", use: signOut)
         pages.get("campaigns", use: campaigns)
@@ -53,6 +53,9 @@ struct ConsoleController: Sendable {
         pages.get("templates/:action/:locale", use: template)
         pages.get("templates/:action/:locale/html", use: templateHTML)
         pages.post("templates/:action/:locale/test", use: sendTest)
+        pages.post("templates/:action/:locale/preview", use: previewTemplate)
+        pages.post("templates/:action/:locale/save", use: saveTemplate)
+        pages.post("templates/:action/:locale/revert", use: revertTemplate)
         // Under `console/`: `/admin/suppressions` is the bearer-token JSON API; the webhooks page beside it.
         pages.get("console/suppressions", use: suppressionsPage)
         pages.post("console/suppressions/add", use: addSuppressions)
@@ -62,6 +65,7 @@ struct ConsoleController: Sendable {
         pages.post("console/messages/bulk", use: bulkMessages)
         pages.get("console/webhooks", use: webhooksPage)
         pages.post("console/webhooks/replay", use: replayWebhooks)
+        pages.get("console/activity", use: activityPage)
         return routes
     }
 
@@ -236,11 +240,22 @@ struct ConsoleController: Sendable {
     // MARK: Shared
 
     /// Logs a console change with who made it (`Session.actor`: the role and the session) and from where.
-    func logAction(_ what: String, context: HeraldRequestContext, _ metadata: Logger.Metadata = [:]) {
-        var metadata = metadata
-        metadata["actor"] = "\(context.consoleSession?.actor ?? "console")"
-        metadata["ip"] = "\(context.clientIP ?? "-")"
-        context.logger.notice("console: \(what)", metadata: metadata)
+    /// Logs a change made in the console with its actor and client address, and notes it for the ledger's action log
+    /// (`ConsoleActionNotes`). `target` defaults to the campaign or message `metadata` names; the rest of `metadata`
+    /// is the entry's detail. Never pass a token, a code or a password.
+    func logAction(
+        _ what: String, target: String? = nil, result: ConsoleAction.Result = .ok, context: HeraldRequestContext,
+        _ metadata: Logger.Metadata = [:]
+    ) {
+        var logged = metadata
+        logged["actor"] = "\(context.consoleSession?.actor ?? "console")"
+        logged["ip"] = "\(context.clientIP ?? "-")"
+        context.logger.notice("console: \(what)", metadata: logged)
+        var rest = metadata
+        let named = [("campaign", "campaign"), ("outbox_id", "message")].first { key, _ in rest[key] != nil }
+        let target = target ?? named.flatMap { key, noun in rest.removeValue(forKey: key).map { "\(noun) \($0)" } }
+        let detail = rest.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        ConsoleActionNotes.current?.add(.init(action: what, target: target, detail: detail.isEmpty ? nil : detail, result: result))
     }
 
     /// An error page for a failed console action: the message of a `HeraldError` the operator can act on.

@@ -7,6 +7,14 @@ import Hummingbird
 enum ConsolePage {
     static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
+    /// Whether the page being rendered is for a session that may change things. `ConsoleAuthMiddleware` binds it for
+    /// each request from the session's role; `form(…)` and `changing(_:)` then leave out what a read-only session
+    /// could only be refused (its `POST`s answer 403 all the same).
+    @TaskLocal static var canChange = true
+
+    /// `html` (a hand-written change form) for a session that may change things, else nothing.
+    static func changing(_ html: @autoclosure () -> String) -> String { canChange ? html() : "" }
+
     /// A whole page: `body` inside the layout, with the navigation when signed in.
     static func html(
         _ title: String, _ body: String, session: ConsoleSessions.Session?, current: String = "",
@@ -17,6 +25,7 @@ enum ConsolePage {
             ("messages", "/admin/messages", "Messages"), ("audit", "/admin/audit/search", "Audit"),
             ("templates", "/admin/templates", "Templates"),
             ("suppressions", "/admin/console/suppressions", "Suppressions"), ("webhooks", "/admin/console/webhooks", "Webhooks"),
+            ("activity", "/admin/console/activity", "Activity"),
         ]
         let nav =
             session.map { session in
@@ -25,7 +34,7 @@ enum ConsolePage {
                 }.joined()
                 let role = session.readOnly ? #"<span id="read-only" class="role">read-only</span>"# : ""
                 return #"<nav id="nav"><strong>Herald</strong>\#(items)\#(role)"#
-                    + form(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
+                    + postForm(id: "sign-out", action: "/admin/sign-out", csrf: session.csrf, button: "Sign out") + "</nav>"
             } ?? #"<nav id="nav"><strong>Herald</strong></nav>"#
         // To a fixed URL: a notice in the query string is shown once, not on every refresh.
         let meta = refresh.map { #"<meta http-equiv="refresh" content="\#($0.seconds); url=\#($0.url)">"# } ?? ""
@@ -66,9 +75,17 @@ enum ConsolePage {
         dl{grid-template-columns:minmax(0,1fr);padding:10px 12px} dd{margin-bottom:6px}}
         """
 
-    /// A `POST` form of hidden fields and one button, carrying the CSRF token.
+    /// A `POST` form of hidden fields and one button, carrying the CSRF token; nothing for a read-only session
+    /// (`canChange`), so every change button is built here.
     static func form(
         id: String? = nil, action: String, csrf: String, fields: [String: String] = [:], button: String, buttonClass: String? = nil
+    ) -> String {
+        changing(postForm(id: id, action: action, csrf: csrf, fields: fields, button: button, buttonClass: buttonClass))
+    }
+
+    /// `form(…)` whatever the role: signing out.
+    private static func postForm(
+        id: String?, action: String, csrf: String, fields: [String: String] = [:], button: String, buttonClass: String? = nil
     ) -> String {
         let hidden = ([("csrf", csrf)] + fields.sorted { $0.key < $1.key }).map { name, value in
             #"<input type="hidden" name="\#(escape(name))" value="\#(escape(value))">"#

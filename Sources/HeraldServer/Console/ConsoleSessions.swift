@@ -25,6 +25,13 @@ struct ConsoleSessions: Sendable {
         /// Signed in with the read token: it reads every page and changes nothing.
         var readOnly = false
 
+        /// Whether this session may change things: its pages carry change forms (`ConsolePage.canChange`).
+        var canChange: Bool { !readOnly }
+
+        /// Who did a console action, for the ledger's action log: the role and the start of the session's nonce
+        /// (`admin:1a2b3c4d`, `read-only:9f8e7d6c`); the nonce alone signs nothing in.
+        var actorLabel: String { "\(readOnly ? "read-only" : "admin"):\(nonce.prefix(8))" }
+
         /// Who did a console action, for the log: the role and the start of the session's nonce.
         var actor: String { "console:\(readOnly ? "reader" : "admin"):\(nonce.prefix(8))" }
     }

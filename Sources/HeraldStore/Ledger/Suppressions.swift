@@ -63,6 +63,25 @@ extension LedgerEngine {
         }
     }
 
+    /// Walks `suppressions_created_at` (created_at, email) backwards from the cursor (a row-value seek on both
+    /// engines): a page reads `limit` entries plus the lapsed or other-reason ones it skips, whatever page it is.
+    public func recentSuppressions(reason: Suppression.Reason?, after: SuppressionCursor?, limit: Int) throws -> [Suppression] {
+        let seek = after == nil ? "" : "AND (created_at, email) < (:at, :email)"
+        return try read { db in
+            try db.fetchAll(
+                """
+                SELECT * FROM suppressions WHERE (\(db.dialect.parameter("reason", .text)) IS NULL OR reason = :reason) \(seek)
+                  AND (expires_at IS NULL OR expires_at > :now)
+                ORDER BY created_at DESC, email DESC LIMIT :limit
+                """,
+                [
+                    "reason": reason?.rawValue, "at": after?.createdAt.milliseconds, "email": after?.email, "limit": limit,
+                    "now": Date().milliseconds,
+                ]
+            ).map(Records.suppression)
+        }
+    }
+
     public func recordFeedback(_ feedback: MailFeedback, softLimit: Int, softWindow: TimeInterval, now: Date) throws
         -> FeedbackOutcome?
     {

@@ -13,7 +13,7 @@ extension PostgresStore {
     static let copiedTables = [
         "campaigns", "campaign_templates", "bulk_sends", "accounts", "outbox", "action_codes", "delivery_attempts", "link_events", "refresh_tokens",
         "workers", "suppressed_sends", "send_counts", "abuse_counts", "federated_identities", "account_events", "suppressions",
-        "mail_feedback", "outbox_events", "webhook_deliveries",
+        "mail_feedback", "outbox_events", "webhook_deliveries", "console_actions", "template_revisions",
     ]
 
     /// - Throws: `INVALID_CONFIGURATION` when there is no file at `path` to copy from (checked before anything opens

@@ -7,6 +7,10 @@ public protocol OutboxStore: WorkerRegistry {
     /// A campaign's own templates, which its rows are rendered with; empty when it uses the global ones.
     func campaignTemplates(campaign id: Int64) throws -> [TemplateFile]
 
+    /// The newest revision of each (action, locale) edited in the console, which the worker renders with instead of the
+    /// files (one that goes back to the file has no parts).
+    func currentTemplateRevisions() throws -> [TemplateRevision]
+
     /// Durably queues one request and returns its outbox id; committed (fsynced) before it returns.
     ///
     /// With a throttle (keyed by the request's `recipientKey`) and a quota, the checks and the insert share the

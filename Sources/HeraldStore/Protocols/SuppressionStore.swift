@@ -21,6 +21,10 @@ public protocol SuppressionStore {
     /// The list in address order, from after `after` (paging), optionally of one reason.
     func listSuppressions(reason: Suppression.Reason?, after: String?, limit: Int) throws -> [Suppression]
 
+    /// The list newest first (by `createdAt`, then address, descending), from after `after` (the previous page's last
+    /// entry: paging), optionally of one reason.
+    func recentSuppressions(reason: Suppression.Reason?, after: SuppressionCursor?, limit: Int) throws -> [Suppression]
+
     /// Records a bounce or complaint against its outbox row in one transaction: the row becomes `bounced` or
     /// `complained` (from `sent`, or `bounced` for a complaint), the report goes to `mail_feedback`, and the
     /// address is suppressed — at once for a hard bounce or a complaint, for a soft bounce when it is the
