@@ -151,7 +151,8 @@ extension ConsoleController {
         let table = ConsolePage.table(
             id: "messages", ["", "ID", "Action", "Recipient", "State", "Tries", "Last reply", "Queued (UTC)", "Campaign"], tableRows,
             empty: "No messages match.")
-        guard !rows.isEmpty else { return table }
+        // A read-only session gets the table without the form: it may change nothing.
+        guard !rows.isEmpty, ConsolePage.canChange else { return table }
         let hidden = ([("csrf", csrf)] + pairs).map { name, value in
             #"<input type="hidden" name="\#(name)" value="\#(ConsolePage.escape(value))">"#
         }.joined()

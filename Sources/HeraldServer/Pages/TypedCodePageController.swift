@@ -27,7 +27,7 @@ struct TypedCodePageController: Sendable {
     @Sendable func show(_ request: Request, context: HeraldRequestContext) async -> Response {
         let query = (try? request.uri.decodeQuery(as: TypedCodeFields.self, context: context)) ?? TypedCodeFields()
         guard configuration.policy.typedCodes != .off, redemption.ownsAccounts else {
-            return pages.page(.error, query.lang, "missing_parameters", .notFound)
+            return pages.page(.error, query.lang, "typed_codes_off", .badRequest)
         }
         guard let kind = query.kind else { return pages.page(.error, query.lang, "missing_parameters", .badRequest) }
         return pages.page(.codeForm, query.lang, form: form(kind, query))
@@ -40,7 +40,7 @@ struct TypedCodePageController: Sendable {
         else { return pages.page(.error, nil, "missing_parameters", .badRequest) }
         let lang = fields.lang
         guard configuration.policy.typedCodes != .off, redemption.ownsAccounts else {
-            return pages.page(.error, lang, "missing_parameters", .notFound)
+            return pages.page(.error, lang, "typed_codes_off", .badRequest)
         }
         guard let kind = fields.kind else { return pages.page(.error, lang, "missing_parameters", .badRequest) }
         guard Self.sameOrigin(request) else { return pages.page(.error, lang, "csrf_failed", .forbidden) }
