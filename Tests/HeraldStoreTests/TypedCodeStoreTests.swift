@@ -38,13 +38,13 @@ import Testing
         #expect(typed["plain@example.com"]! == nil)
         #expect(typed["declined@example.com"]! == nil)
 
-        let target = try #require(try store.typedCodeTarget(email: "in@example.com", kinds: [.signIn], now: Date()))
+        let target = try #require(try store.typedCodeTarget(email: "in@example.com", kinds: [.signIn]))
         let row = try #require(claimed.first { $0.message.email.value == "in@example.com" })
         #expect(target.codeID == row.codeID && target.tries == 0 && !target.spent && target.session == nil)
         #expect(key.matches(row.typedCode!.value, stored: target.typedHash, codeKey: target.codeKey))
-        #expect(try store.typedCodeTarget(email: "asked@example.com", kinds: [.verifyEmail], now: Date())?.session == "hash")
-        #expect(try store.typedCodeTarget(email: "plain@example.com", kinds: [.verifyEmail], now: Date()) == nil)
-        #expect(try store.typedCodeTarget(email: "in@example.com", kinds: [.verifyEmail], now: Date()) == nil)
+        #expect(try store.typedCodeTarget(email: "asked@example.com", kinds: [.verifyEmail])?.session == "hash")
+        #expect(try store.typedCodeTarget(email: "plain@example.com", kinds: [.verifyEmail]) == nil)
+        #expect(try store.typedCodeTarget(email: "in@example.com", kinds: [.verifyEmail]) == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -52,7 +52,7 @@ import Testing
         let store = try kind.makeStore(in: scratch)
         _ = try store.enqueue(request(.signIn, "in@example.com", asking: true), messageDomain: Fixture.messageDomain)
         #expect(try store.claim(policy(.off)).map(\.typedCode) == [nil])
-        #expect(try store.typedCodeTarget(email: "in@example.com", kinds: [.signIn], now: Date()) == nil)
+        #expect(try store.typedCodeTarget(email: "in@example.com", kinds: [.signIn]) == nil)
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -61,14 +61,14 @@ import Testing
         _ = try store.enqueue(request(.resetPassword, "ada@example.com"), messageDomain: Fixture.messageDomain)
         try store.createAccount(Fixture.account("ada@example.com"))
         _ = try store.claim(policy(.all))
-        let target = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword], now: Date()))
+        let target = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword]))
         #expect(try store.recordWrongTypedCode(target, visitor: Fixture.visitor, now: Date()) == 1)
         #expect(try store.recordWrongTypedCode(target, visitor: Fixture.visitor, now: Date()) == 2)
-        let counted = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword], now: Date()))
+        let counted = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword]))
         #expect(counted.tries == 2)
 
         _ = try store.redeemPasswordReset(.typed(counted), passwordHash: "pbkdf2-sha256$x", visitor: Fixture.visitor, now: Date())
-        let spent = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword], now: Date()))
+        let spent = try #require(try store.typedCodeTarget(email: "ada@example.com", kinds: [.resetPassword]))
         #expect(spent.spent)
         let rows = try kind.rows(in: scratch, "SELECT redeemed_with FROM action_codes")
         #expect(rows.map { $0["redeemed_with"] ?? nil } == ["typed"])

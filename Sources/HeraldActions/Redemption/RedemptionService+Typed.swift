@@ -33,7 +33,7 @@ extension RedemptionService {
         _ kind: ActionKind, email: String?, code: String?, newPassword: String? = nil, sessionId: String? = nil,
         visitor: Visitor, now: Date = Date()
     ) async throws -> TypedCodeOutcome {
-        guard let typedCodes, kind != .recoverEmail else {
+        guard let typedCodes, kind.takesTypedCode else {
             throw HeraldError(.operationNotAllowed, "typed codes are off (policy.typedCodes)")
         }
         guard let email, !email.isEmpty else { throw HeraldError(.missingEmail, "") }
@@ -71,16 +71,17 @@ extension RedemptionService {
         if let ip = visitor.ip, !typedFailures.client.allows(ip, now: now) {
             throw refusals.refused(LimitRefusal(counter: "typed-code-ip", key: IPNetwork.ledgerKey(ip), error: Self.tooManyWrongCodes), now: now)
         }
+        func chargeFailure() {
+            _ = typedFailures.account.take(email, now: now)
+            if let ip = visitor.ip { _ = typedFailures.client.take(ip, now: now) }
+        }
         func refuse(_ error: HeraldError, codeID: Int64?, counts: Bool) throws -> Never {
             try store.recordLinkEvent(codeID: codeID, kind: .rejected, visitor: screened(visitor, now: now), detail: error.code.rawValue, now: now)
-            if counts {
-                _ = typedFailures.account.take(email, now: now)
-                if let ip = visitor.ip { _ = typedFailures.client.take(ip, now: now) }
-            }
+            if counts { chargeFailure() }
             ActionMetrics.redemption(refusedWith: error)
             throw error
         }
-        guard let target = try store.typedCodeTarget(email: email, kinds: [kind], now: now) else {
+        guard let target = try store.typedCodeTarget(email: email, kinds: [kind]) else {
             try refuse(HeraldError(.invalidOOBCode, "no code to type was mailed to this address for this action"), codeID: nil, counts: true)
         }
         if target.spent || target.tries >= typedCodeTries {
@@ -94,8 +95,7 @@ extension RedemptionService {
         }
         guard key.matches(typed, stored: target.typedHash, codeKey: target.codeKey) else {
             let tries = try store.recordWrongTypedCode(target, visitor: screened(visitor, now: now), now: now)
-            _ = typedFailures.account.take(email, now: now)
-            if let ip = visitor.ip { _ = typedFailures.client.take(ip, now: now) }
+            chargeFailure()
             let error =
                 tries >= typedCodeTries
                 ? HeraldError(.invalidOOBCode, "wrong code, and too many wrong tries: ask for a new email")

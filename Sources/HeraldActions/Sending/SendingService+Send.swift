@@ -89,7 +89,7 @@ extension SendingService {
         if request.returnLink && caller != .admin { throw HeraldError(.insufficientPermission, "returnOobLink is for admin calls") }
         if request.settings.typedCode?.wanted == true {
             guard policy.typedCodes != .off else { throw HeraldError(.operationNotAllowed, "typed codes are off (policy.typedCodes)") }
-            guard request.kind != .recoverEmail else { throw HeraldError(.invalidArgument, "recover-email mail carries no typed code") }
+            guard request.kind.takesTypedCode else { throw HeraldError(.invalidArgument, "recover-email mail carries no typed code") }
         }
         // Abuse limits are for app callers; administrators (the CLI, campaigns, the admin token) are exempt.
         if caller == .app, let ip = request.clientIP, !sendLimiter.take(ip, now: now) {

@@ -7,6 +7,10 @@ public enum ActionKind: String, CaseIterable, Sendable, Codable {
     /// Sent by Herald itself to the old address after an email change: the link changes it back.
     case recoverEmail = "recover-email"
 
+    /// Whether its mail may carry a code to type beside the link (`policy.typedCodes`): every action but email
+    /// recovery, whose one use is undoing a change from the mailbox it replaced.
+    public var takesTypedCode: Bool { self != .recoverEmail }
+
     /// The link's `mode` parameter (`signIn`, `verifyEmail`, …).
     public var mode: String {
         switch self {

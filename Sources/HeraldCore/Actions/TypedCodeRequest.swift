@@ -14,7 +14,7 @@ public struct TypedCodeRequest: Hashable, Sendable, Codable {
 
     /// Whether mail of `kind` queued with `request` carries a typed code under `policy`.
     public static func carries(_ kind: ActionKind, request: TypedCodeRequest?, policy: HeraldConfiguration.Policy.TypedCodes) -> Bool {
-        guard policy != .off, kind != .recoverEmail else { return false }
+        guard policy != .off, kind.takesTypedCode else { return false }
         return request?.wanted ?? policy.covers(kind)
     }
 }

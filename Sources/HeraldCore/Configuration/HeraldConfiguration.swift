@@ -208,7 +208,7 @@ public struct HeraldConfiguration: Sendable {
                 switch self {
                 case .off, .request: false
                 case .signIn: kind == .signIn
-                case .all: kind != .recoverEmail
+                case .all: kind.takesTypedCode
                 }
             }
         }

@@ -31,7 +31,7 @@ extension MessageComposer {
             code: Self.sampleCode, messageID: "<sample.\(UUID().uuidString.lowercased())@\(from.address.domain)>",
             requestedAt: Date(), date: Date())
         // Previews show the code where the policy may put one; a test send carries a sample that redeems nothing.
-        if kind != .recoverEmail { input.typedCode = sampleTypedCode }
+        if kind.takesTypedCode { input.typedCode = sampleTypedCode }
         return input
     }
 }

@@ -12,7 +12,7 @@ extension IdentityToolkitController {
         guard let requestType = body.requestType?.name(ActionKind.requestType(number:)), !requestType.isEmpty else {
             throw HeraldError(.missingRequestType, "")
         }
-        guard let kind = ActionKind(requestType: requestType), kind != .recoverEmail else { throw HeraldError(.invalidRequestType, "") }
+        guard let kind = ActionKind(requestType: requestType), kind.takesTypedCode else { throw HeraldError(.invalidRequestType, "") }
         if !redemption.ownsAccounts { try context.requireAdmin() }
         let outcome = try await redemption.redeemTypedCode(
             kind, email: body.email, code: body.code, newPassword: body.newPassword, sessionId: body.sessionId,

@@ -36,7 +36,7 @@ extension LedgerEngine {
         ).flatMap(Records.code)
     }
 
-    public func typedCodeTarget(email: String, kinds: Set<ActionKind>, now: Date) throws -> TypedCodeTarget? {
+    public func typedCodeTarget(email: String, kinds: Set<ActionKind>) throws -> TypedCodeTarget? {
         // Action names are the enum's own constants, never input.
         let actions = kinds.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
         return try read { db in

@@ -57,7 +57,7 @@ public protocol CodeStore: Sendable {
 
     /// The code a typed code for `email` and one of `kinds` can only be: the newest live one of that family
     /// mailed with a typed code; nil when there is none.
-    func typedCodeTarget(email: String, kinds: Set<ActionKind>, now: Date) throws -> TypedCodeTarget?
+    func typedCodeTarget(email: String, kinds: Set<ActionKind>) throws -> TypedCodeTarget?
 
     /// Counts a wrong typed code against `target`; its tries after this one.
     func recordWrongTypedCode(_ target: TypedCodeTarget, visitor: Visitor, now: Date) throws -> Int
