@@ -107,10 +107,68 @@ import Testing
         try store.record(claimed[3], Fixture.failed(at: now), policy: policy)
         try store.record(claimed[4], Fixture.deferred(until: now.addingTimeInterval(60), at: now), policy: policy)
 
-        let activity = try store.sendActivity(since: now.addingTimeInterval(-3600))
+        let activity = try store.sendActivity(since: now.addingTimeInterval(-3600), bucketSeconds: 300)
         let counts = Dictionary(activity.map { ("\($0.outcome)/\($0.replyClass)", $0.count) }, uniquingKeysWith: +)
         #expect(counts == ["sent/2xx": 2, "failed/5xx": 1, "deferred/4xx": 1])
         let bucket = Date(milliseconds: now.milliseconds / 300_000 * 300_000)
         #expect(Set(activity.map(\.bucket)) == [bucket])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func linkActivityAndFeedbackCountRecentEventsPerBucketAndKind(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy()
+        let old = now.addingTimeInterval(-7200)
+        var ids: [Int64] = []
+        for index in 0..<3 {
+            ids.append(
+                try store.enqueue(
+                    Fixture.request(.resetPassword, "l\(index)@example.com"), messageDomain: Fixture.messageDomain, throttle: nil, now: old))
+        }
+        var codes: [Int64] = []
+        for claimed in try store.claim(policy, now: old) {
+            try store.record(claimed, Fixture.sent(at: old), policy: policy)
+            codes.append(try #require(try store.code(claimed.code.plaintext)).id)
+        }
+        try store.recordLinkEvent(codeID: codes[0], kind: .click, visitor: Fixture.visitor, detail: nil, now: old)  // outside the window
+        try store.recordLinkEvent(codeID: codes[1], kind: .click, visitor: Fixture.visitor, detail: nil, now: now)
+        try store.recordLinkEvent(codeID: codes[1], kind: .redeemed, visitor: Fixture.visitor, detail: nil, now: now)
+        try store.recordLinkEvent(codeID: codes[2], kind: .rejected, visitor: Fixture.visitor, detail: nil, now: now)  // not counted
+        _ = try store.recordFeedback(
+            MailFeedback(outboxID: ids[0], kind: .hard, status: "5.1.1", diagnostic: "gone"), softLimit: 3, softWindow: 86400, now: old)
+        _ = try store.recordFeedback(
+            MailFeedback(outboxID: ids[1], kind: .soft, status: "4.2.2", diagnostic: "full"), softLimit: 3, softWindow: 86400, now: now)
+        _ = try store.recordFeedback(
+            MailFeedback(outboxID: ids[2], kind: .complaint, status: nil, diagnostic: "abuse"), softLimit: 3, softWindow: 86400, now: now)
+
+        let since = now.addingTimeInterval(-3600)
+        let links = try store.linkActivity(since: since, bucketSeconds: 300)
+        #expect(Dictionary(links.map { ($0.kind, $0.count) }, uniquingKeysWith: +) == ["click": 1, "redeemed": 1])
+        #expect(Set(links.map(\.bucket)) == [Date(milliseconds: now.milliseconds / 300_000 * 300_000)])
+        #expect(try store.feedbackCounts(since: since) == [.soft: 1, .complaint: 1])
+        #expect(try store.feedbackCounts(since: old) == [.hard: 1, .soft: 1, .complaint: 1])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func campaignSendsCountEachCampaignsRecentSends(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy()
+        let old = now.addingTimeInterval(-600)
+        let first = try Fixture.campaign("first", now: old, in: store)
+        let second = try Fixture.campaign("second", now: old, in: store)
+        _ = try Fixture.add(["a@example.com", "b@example.com", "c@example.com"], to: first, now: old, in: store)
+        _ = try Fixture.add(["d@example.com", "e@example.com"], to: second, now: old, in: store)
+        _ = try store.enqueue(Fixture.request(.resetPassword, "f@example.com"), messageDomain: Fixture.messageDomain, throttle: nil, now: old)
+        let claimed = try store.claim(policy, now: old).sorted { $0.message.id < $1.message.id }
+        #expect(claimed.count == 6)
+        try store.record(claimed[0], Fixture.sent(at: old), policy: policy)  // before the window
+        try store.record(claimed[1], Fixture.sent(at: now), policy: policy)
+        try store.record(claimed[2], Fixture.failed(at: now), policy: policy)  // not sent
+        try store.record(claimed[3], Fixture.sent(at: now), policy: policy)
+        try store.record(claimed[4], Fixture.sent(at: now), policy: policy)
+        try store.record(claimed[5], Fixture.sent(at: now), policy: policy)  // no campaign
+
+        #expect(try store.campaignSends(since: now.addingTimeInterval(-60)) == [first.id: 1, second.id: 2])
+        #expect(try store.campaignSends(since: now.addingTimeInterval(60)).isEmpty)
     }
 }

@@ -1,6 +1,7 @@
 """One truth about campaigns: the console's campaigns page, its report page, `herald campaigns list --format json` and
-the admin API (`GET /admin/campaigns/{id}` as JSON) state the same status and the same counts, for a campaign in
-each status: scheduled, active (rate-limited, mail still to go), paused, cancelled and done (one address refused).
+the admin API (`GET /admin/campaigns/{id}` as JSON, and the list `GET /admin/campaigns` with the bearer token) state
+the same status and the same counts, for a campaign in each status: scheduled, active (rate-limited, mail still to
+go), paused, cancelled and done (one address refused); and the same live rate and ETA for the active one.
 """
 
 from __future__ import annotations
@@ -45,8 +46,19 @@ def what_each_says(client, session, ledger, cid: int) -> dict:
     report = api.json()
     counts = report["counts"]
     admin = (report["campaign"]["state"], report["sent"], report["total"], counts["failed"] + counts["dead"])
+    listing = next(c for c in admin_list(srv) if c["id"] == cid)
     return {"console": console, "report page": (report_page.one("span.status").text,) + console[1:],
-            "cli": cli, "admin api": admin}
+            "cli": cli, "admin api": admin,
+            "admin list": (listing["state"], listing["sent"], listing["imported"], listing["failed"])}
+
+
+def admin_list(srv) -> list:
+    """`GET /admin/campaigns` with the admin API's bearer token, as JSON."""
+    resp = requests.get(f"{srv.url}/admin/campaigns", timeout=HTTP_TIMEOUT, allow_redirects=False,
+                        headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Accept": "application/json"})
+    assert resp.status_code == 200 and resp.headers["Content-Type"].startswith("application/json"), \
+        (resp.status_code, resp.text[:300])
+    return resp.json()
 
 
 def assert_agree(client, session, ledger, cid: int, status: str, sent: int, total: int, failed: int) -> None:
@@ -90,4 +102,28 @@ def test_every_reader_states_the_same_status_and_counts(client, session, ledger)
     active = new_campaign(ledger, "agree-active", [unique_email(f"agree-a{i}") for i in range(1, 4)], "--rate", "1/m")
     wait_until(lambda: rows(ledger.srv, active).count("sent") == 1, 30, "the first message to go")
     assert_agree(client, session, ledger, active, "active", 1, 3, 0)
+    # Its live rate (sent over the last minute) and ETA (what is left at that rate) agree too: one a minute, two left.
+    listed = next(c for c in json.loads(run(ledger.cli, "campaigns", "list", "--format", "json",
+                                            config=ledger.srv.config).stdout) if c["id"] == active)
+    api_entry = next(c for c in admin_list(ledger.srv) if c["id"] == active)
+    for entry in (listed, api_entry):
+        assert entry["liveRate"] == 0.017 and entry["etaSeconds"] == 120, entry
+    row = client.page("/admin/campaigns", session).one(f"tr#campaign-{active}")
+    assert (row.one("td.rate").text, row.one("td.eta").text) == ("1.0/min", "2m"), row
+    done_entry = next(c for c in admin_list(ledger.srv) if c["id"] == done)
+    assert done_entry["etaSeconds"] is None, done_entry
     run(ledger.cli, "campaigns", "cancel", str(active), config=ledger.srv.config)
+
+
+def test_the_campaign_list_answers_the_api_only_with_the_admin_token(console_server):
+    url = f"{console_server.url}/admin/campaigns"
+    wrong = requests.get(url, timeout=HTTP_TIMEOUT, allow_redirects=False,
+                         headers={"Authorization": "Bearer not-the-token", "Accept": "application/json"})
+    assert wrong.status_code == 401 and wrong.json()["error"]["status"] == "UNAUTHENTICATED", wrong.text[:300]
+    # A browser without a session is sent to sign in, as before.
+    browser = requests.get(url, timeout=HTTP_TIMEOUT, allow_redirects=False)
+    assert browser.status_code == 303 and browser.headers["Location"].endswith("/admin/sign-in"), browser.status_code
+    # The token reads, and changes nothing: a POST with it is still the console's (a form with a CSRF token).
+    post = requests.post(f"{url}/1/pause", timeout=HTTP_TIMEOUT, allow_redirects=False,
+                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert post.status_code == 303 and post.headers["Location"].endswith("/admin/sign-in"), post.status_code

@@ -7,13 +7,14 @@ import csv
 import io
 import json
 import re
+import sqlite3
 import time
 from urllib.parse import parse_qs, urlsplit
 
 import requests
 
 from helpers import query, wait_until
-from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, unique_email
+from http_support import ADMIN_TOKEN, HTTP_TIMEOUT, code_of, ok, unique_email
 from campaign_support import AUDIT_FIELDS
 from console_support import (
     ACTIONS, CSRF_COOKIE, LOCALES, NAV_LINKS, REFUSED_REPLY, SESSION_COOKIE, SESSION_MAX_AGE, csp_directives,
@@ -348,6 +349,66 @@ def test_overview_counts_match_the_ledger(client, session, ledger):
 
 
 # =========================================================================== admin API side by side
+
+def chart_totals(doc, chart: str) -> dict:
+    """{series: the legend's total} of a chart on a page."""
+    return {li.get("class"): int(li.one("strong").text) for li in doc.select(f"figure#{chart} ul.legend li")}
+
+
+def test_overview_charts_and_health_match_the_ledger(client, session, ledger):
+    delivered = ledger.delivered("charts", 2)
+    ledger.refused("charts")
+    # A link clicked and redeemed: the verification page, then its code applied.
+    srv = ledger.srv
+    link = srv.oob("VERIFY_EMAIL", delivered.email)["oobLink"]
+    parts = urlsplit(link)
+    assert requests.get(f"{srv.url}{parts.path}?{parts.query}", timeout=HTTP_TIMEOUT).status_code == 200
+    ok(srv.post("accounts:update", {"oobCode": code_of(link)}))
+    db = srv.db_path
+    hour_ago = "(CAST(strftime('%s','now') AS INTEGER) - 3600) * 1000"
+    # A bounce and a complaint received now, against the delivered rows (as `herald bounces ingest` records them).
+    with sqlite3.connect(db) as conn:
+        for outbox_id, kind in zip(delivered.ids, ("hard", "complaint")):
+            conn.execute("INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at) "
+                         "VALUES (?, ?, ?, NULL, 'test', CAST(strftime('%s','now') AS INTEGER) * 1000)",
+                         (outbox_id, delivered.email, kind))
+
+    def ledger_count(sql: str) -> int:
+        return query(db, sql.format(hour_ago=hour_ago))[0]["n"]
+
+    doc = client.page("/admin/", session)
+    sends = chart_totals(doc, "send-chart")
+    assert sends["sent"] == ledger_count("SELECT COUNT(*) AS n FROM delivery_attempts WHERE outcome = 'sent' "
+                                         "AND finished_at >= {hour_ago}") >= 2, sends
+    assert sends["failed"] == ledger_count("SELECT COUNT(*) AS n FROM delivery_attempts WHERE outcome IN ('failed', 'dead') "
+                                           "AND finished_at >= {hour_ago}") >= 1, sends
+    assert sum(int(tr.one("td.sent").text) for tr in doc.select("table#send-rate tr") if tr.select("td")) == sends["sent"]
+    bars = doc.select("figure#send-chart svg rect[data-series=sent] title")
+    assert bars and sum(int(t.text.rsplit(": ", 1)[1]) for t in bars) == sends["sent"], "the bars add up to the legend"
+    links = chart_totals(doc, "link-chart")
+    assert links == {"click": ledger_count("SELECT COUNT(*) AS n FROM link_events WHERE kind = 'click' AND at >= {hour_ago}"),
+                     "redeemed": ledger_count("SELECT COUNT(*) AS n FROM link_events WHERE kind = 'redeemed' "
+                                              "AND at >= {hour_ago}")}, links
+    assert links["click"] >= 1 and links["redeemed"] >= 1, links
+    queue = chart_totals(doc, "queue-chart")
+    assert queue == {r["state"]: r["n"] for r in query(db, "SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")}, queue
+
+    health = {tr.get("data-health"): tr.one("td") for tr in doc.select("table#health tr")}
+    assert set(health) == {"relay", "webhooks", "bounces", "complaints"}, health
+    assert health["relay"].text.startswith("ok: ") and "ok" in health["relay"].classes, health["relay"].text
+    bounces = ledger_count("SELECT COUNT(*) AS n FROM mail_feedback WHERE kind IN ('hard', 'soft') "
+                           "AND received_at >= {hour_ago}")
+    expected = f"{100 * bounces / sends['sent']:.2f} % ({bounces} of {sends['sent']} sent)"
+    assert health["bounces"].text == expected, (health["bounces"].text, expected)
+    assert "warn" in health["complaints"].classes, "one complaint in a handful of sends is over 0.1 %"
+
+    # The last 24 hours: an hour a bar, the same counts.
+    day = client.page("/admin/", session, params={"window": "24h"})
+    rows = [tr for tr in day.select("table#send-rate tr") if tr.select("td")]
+    assert len(rows) == 24, len(rows)
+    assert chart_totals(day, "send-chart")["sent"] >= sends["sent"]
+    assert day.one("p#window strong").text == "Last 24 hours"
+
 def test_the_session_cookie_cannot_call_the_json_post_apis(client, session, ledger):
     refused = ledger.refused("cookieapi")
     body = {"email": refused.email}

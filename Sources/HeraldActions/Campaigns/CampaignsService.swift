@@ -160,6 +160,15 @@ extension CampaignsService {
             .sorted { $0.campaign.id > $1.campaign.id }
     }
 
+    /// Each campaign's live rate and ETA (`CampaignPace`), from its messages sent over the last minute.
+    public func paces(_ campaigns: [CampaignProgress], now: Date = Date()) throws -> [Int64: CampaignPace] {
+        let sends = try store.campaignSends(since: now.addingTimeInterval(-CampaignPace.window))
+        return Dictionary(
+            uniqueKeysWithValues: campaigns.map { progress in
+                (progress.campaign.id, CampaignPace(progress, sentInWindow: sends[progress.campaign.id] ?? 0))
+            })
+    }
+
     /// - Throws: `NOT_FOUND`.
     public func campaign(id: Int64, now: Date = Date()) throws -> CampaignProgress {
         CampaignProgress(try store.campaign(id: id), counts: try store.counts(campaign: id), now: now)

@@ -41,11 +41,6 @@ extension ConsoleService {
         return history
     }
 
-    /// Delivery attempts finished since `since`, per five-minute bucket, outcome and reply class.
-    public func sendActivity(since: Date) throws -> [SendActivity] {
-        try store.sendActivity(since: since)
-    }
-
     /// The workers that have not stopped, each with whether it beat within `worker.heartbeatTimeout`, and the
     /// queue's pending count and next due time: whether anything is sending what waits.
     public func workerStatus(now: Date = Date()) throws -> (workers: [LiveWorker], queue: QueueStatus) {

@@ -108,7 +108,9 @@ struct ListCampaigns: AsyncParsableCommand {
         try await reportingErrors {
             let format = try output.resolved()
             // Counts only: a full report (funnel, percentiles) per campaign would read every sent row.
-            let rows = try await Runtime.load(global).actions().campaigns.campaigns()
+            let campaigns = try await Runtime.load(global).actions().campaigns
+            let rows = try campaigns.campaigns()
+            let paces = try campaigns.paces(rows)
             let writer = RowWriter(format: format, columns: Self.columns)
             for progress in rows {
                 let campaign = progress.campaign
@@ -116,7 +118,7 @@ struct ListCampaigns: AsyncParsableCommand {
                     "\(campaign.id)", campaign.name, campaign.kind.rawValue, progress.status.rawValue, campaign.startAt.iso8601,
                     "\(progress.sent)", "\(progress.failed)", "\(progress.total)", "\(campaign.rejected)",
                 ]
-                try writer.write(cells, json: CampaignJSON(progress: progress))
+                try writer.write(cells, json: CampaignJSON(progress: progress, pace: paces[campaign.id]))
             }
             writer.finish(summary: "\(rows.count) campaign(s)")
         }

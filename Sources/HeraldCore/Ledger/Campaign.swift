@@ -80,6 +80,25 @@ public struct CampaignProgress: Sendable, Hashable {
     public var deferred: Int { counts[.deferred] ?? 0 }
 }
 
+/// How fast a campaign sends now: its messages sent over the last ``window``, and when the rest would be sent at that
+/// rate. The console's campaigns page, `GET /admin/campaigns` and `herald campaigns list --format json` read it alike.
+public struct CampaignPace: Sendable, Hashable {
+    /// The span the live rate is measured over.
+    public static let window: TimeInterval = 60
+
+    /// Messages a second over the last ``window``.
+    public let rate: Double
+    /// Seconds until nothing is pending at ``rate``: nil while nothing sends (paused, scheduled, waiting for a worker
+    /// or the relay) or nothing is left.
+    public let eta: TimeInterval?
+
+    public init(_ progress: CampaignProgress, sentInWindow: Int) {
+        rate = Double(sentInWindow) / Self.window
+        let sending = progress.status == .active && progress.pending > 0 && rate > 0
+        eta = sending ? Double(progress.pending) / rate : nil
+    }
+}
+
 /// One recipient of a campaign, validated and ready to be queued.
 public struct CampaignRecipient: Sendable, Hashable {
     /// The canonical address.

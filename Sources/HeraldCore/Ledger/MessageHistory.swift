@@ -81,3 +81,16 @@ public struct SendActivity: Sendable, Hashable {
     /// The width of a bucket.
     public static let bucketSeconds: TimeInterval = 300
 }
+
+/// Link events in one bucket of time: `click` (the link was opened) or `redeemed` (its code was spent).
+public struct LinkActivity: Sendable, Hashable {
+    public let bucket: Date
+    public let kind: String
+    public let count: Int
+
+    public init(bucket: Date, kind: String, count: Int) {
+        self.bucket = bucket
+        self.kind = kind
+        self.count = count
+    }
+}

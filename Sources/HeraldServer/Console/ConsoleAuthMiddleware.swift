@@ -10,10 +10,18 @@ import Hummingbird
 ///
 /// Every `POST` but signing out is written to the ledger's action log with the session's actor once it has been
 /// answered (`ConsoleActionNotes`): what the handler noted, a read-only session's refusal, or a failure.
+///
+/// The admin API's bearer token (`AdminCredential`) may `GET` the pages of ``apiReadable``, which answer JSON for
+/// `Accept: application/json`: the console and the API list the same campaigns from the same query.
 struct ConsoleAuthMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
     /// Where the action log goes.
     let console: ConsoleService
+    /// The admin API's credential, for ``apiReadable``.
+    let api: AdminCredential
+
+    /// The console's paths that the admin API may read with its bearer token.
+    static let apiReadable: Set<String> = ["\(ConsoleSessions.path)/campaigns"]
 
     /// The one field the middleware reads from a form.
     struct CSRFField: Decodable {
@@ -24,6 +32,12 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
         _ request: Request, context: HeraldRequestContext, next: (Request, HeraldRequestContext) async throws -> Response
     ) async throws -> Response {
         guard let session = sessions.verify(request.cookies[ConsoleSessions.cookie]?.value) else {
+            if request.method == .get, request.headers[.authorization] != nil, Self.apiReadable.contains(request.uri.path) {
+                try api.authenticate(request, context: context)
+                var context = context
+                context.caller = .admin
+                return try await ConsolePage.$canChange.withValue(false) { try await next(request, context) }
+            }
             return ConsolePage.redirect(to: "/admin/sign-in")
         }
         var context = context

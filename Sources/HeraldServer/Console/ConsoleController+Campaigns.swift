@@ -3,34 +3,43 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `/admin/campaigns`: every campaign with its progress, and pause / resume / cancel.
+/// `/admin/campaigns`: every campaign with its progress, live rate and ETA, and pause / resume / cancel; as JSON
+/// (`herald campaigns list --format json`'s objects) for `Accept: application/json`, also with the admin API's token.
 extension ConsoleController {
     /// What a finished change says on the page it returns to (never text from the request).
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
 
     @Sendable func campaigns(_ request: Request, context: HeraldRequestContext) async throws -> Response {
         let list: [CampaignProgress]
+        let paces: [Int64: CampaignPace]
         do {
-            list = try await offload { try campaigns.campaigns() }
+            (list, paces) = try await offload {
+                let list = try campaigns.campaigns()
+                return (list, try campaigns.paces(list))
+            }
         } catch {
+            if (request.headers[.accept] ?? "").contains("application/json") { throw error }
             return failure(error, "Campaigns", context: context)
         }
+        if (request.headers[.accept] ?? "").contains("application/json") {
+            return try FirebaseJSONEncoder.response(list.map { CampaignJSON(progress: $0, pace: paces[$0.campaign.id]) })
+        }
         let session = context.consoleSession
-        let rows = list.map { Self.campaignRow($0, csrf: session?.csrf ?? "") }
+        let rows = list.map { Self.campaignRow($0, pace: paces[$0.campaign.id], csrf: session?.csrf ?? "") }
         let done = request.uri.queryParameters["done"].map(String.init).flatMap { Self.campaignNotices[$0] }
         let id = request.uri.queryParameters["id"].flatMap { Int64(String($0)) }
         let body =
             ConsolePage.notice(done.flatMap { text in id.map { "\(text) \($0)." } })
             + ConsolePage.table(
-                id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Report", ""], rows,
+                id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Rate", "ETA", "Report", ""], rows,
                 empty: "No campaigns yet: create one with herald campaign create.")
             + #"<p class="muted">This page refreshes every 10 seconds.</p>"#
         return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: (10, "/admin/campaigns")))
     }
 
     /// One campaign's row: its status as `CampaignProgress` states it (as `herald campaigns list` does), the start of a
-    /// scheduled one, and the buttons that apply.
-    static func campaignRow(_ progress: CampaignProgress, csrf: String) -> String {
+    /// scheduled one, its live rate and ETA, and the buttons that apply.
+    static func campaignRow(_ progress: CampaignProgress, pace: CampaignPace?, csrf: String) -> String {
         let campaign = progress.campaign
         let base = "/admin/campaigns/\(campaign.id)"
         var buttons: [String] = []
@@ -51,8 +60,15 @@ extension ConsoleController {
             <td>\(campaign.kind.rawValue)</td><td class="state">\(progress.status.rawValue)</td>\
             <td class="progress"><span class="sent">\(progress.sent)</span>/<span class="total">\(progress.total)</span> sent\(start)</td>\
             <td class="failed">\(progress.failed)</td>\
+            <td class="rate">\(pace.map { Self.rate($0.rate) } ?? "")</td>\
+            <td class="eta">\(pace?.eta.map { Self.age($0) } ?? "")</td>\
             <td><a class="report" href="\(base)">report</a></td><td>\(buttons.joined(separator: " "))</td></tr>
             """
+    }
+
+    /// A live rate: per second from one a second up, per minute below.
+    static func rate(_ perSecond: Double) -> String {
+        perSecond >= 1 ? String(format: "%.1f/s", perSecond) : String(format: "%.1f/min", perSecond * 60)
     }
 
     /// "Cancel campaign N?": its unsent rows will never go, and a cancelled campaign cannot be resumed.

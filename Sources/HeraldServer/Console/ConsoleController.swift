@@ -16,6 +16,8 @@ struct ConsoleController: Sendable {
     let webhooks: WebhooksService
     let adminToken: AdminTokenCheck
     let sessions: ConsoleSessions
+    /// The admin API's bearer token, for the pages it may read (`ConsoleAuthMiddleware.apiReadable`).
+    let api: AdminCredential
 
     init(
         configuration: HeraldConfiguration, console: ConsoleService, campaigns: CampaignsService, reports: ReportsService,
@@ -29,6 +31,7 @@ struct ConsoleController: Sendable {
         self.webhooks = webhooks
         self.adminToken = adminToken
         sessions = ConsoleSessions(configuration.server)
+        api = AdminCredential(configuration.server, check: adminToken)
     }
 
     /// Routes under `/admin`.
@@ -36,7 +39,7 @@ struct ConsoleController: Sendable {
         let routes = RouteCollection(context: HeraldRequestContext.self)
         routes.get("sign-in", use: signInForm)
         routes.post("sign-in", use: signIn)
-        let pages = routes.group().add(middleware: ConsoleAuthMiddleware(sessions: sessions, console: console))
+        let pages = routes.group().add(middleware: ConsoleAuthMiddleware(sessions: sessions, console: console, api: api))
         pages.get(use: overview)
         pages.post("sign-out", use: signOut)
         pages.get("campaigns", use: campaigns)
@@ -152,14 +155,14 @@ struct ConsoleController: Sendable {
     // MARK: Overview
 
     @Sendable func overview(_ request: Request, context: HeraldRequestContext) async throws -> Response {
-        let buckets = Self.lastHourBuckets()
+        let window = request.uri.queryParameters["window"].flatMap { ConsoleOverview.Window(rawValue: String($0)) } ?? .hour
         let counts: [OutboxCount]
-        let activity: [SendActivity]
-        let status: (workers: [LiveWorker], queue: QueueStatus)
+        let overview: ConsoleOverview
+        let hooks: [WebhookEndpointReport]
         do {
             counts = try await reports.outboxCounts()
-            activity = try await offload { try console.sendActivity(since: buckets[0]) }
-            status = try await offload { try console.workerStatus() }
+            overview = try await offload { try console.overview(window) }
+            hooks = try await offload { try webhooks.webhookReports() }
         } catch {
             return failure(error, "Overview", context: context)
         }
@@ -168,14 +171,117 @@ struct ConsoleController: Sendable {
         let queueRows = OutboxState.allCases.compactMap { state in
             byState[state].map { #"<tr data-state="\#(state.rawValue)"><td>\#(state.rawValue)</td><td class="count">\#($0)</td></tr>"# }
         }
+        let span = window == .hour ? "the last hour" : "the last 24 hours"
+        let switcher = ConsoleOverview.Window.allCases.map { other in
+            other == window
+                ? #"<strong>\#(other == .hour ? "Last hour" : "Last 24 hours")</strong>"#
+                : #"<a href="/admin/?window=\#(other.rawValue)">\#(other == .hour ? "Last hour" : "Last 24 hours")</a>"#
+        }
         let body = """
-            \(Self.workerSection(status.workers, status.queue))
-            <h2>Queue</h2>\(ConsolePage.table(id: "queue", ["State", "Messages"], queueRows, empty: "The outbox is empty."))
-            <h2>Sends over the last hour</h2>\(Self.rateTable(activity, buckets))
-            <h2>Failures over the last hour, by reply class</h2>\(Self.failureTable(activity))
+            \(Self.workerSection(overview.workers, overview.queue))
+            <h2>Health</h2>\(Self.healthTable(overview, hooks))
+            <p class="window" id="window">\(switcher.joined(separator: " · "))</p>
+            <h2>Sends over \(span)</h2>\(Self.sendChart(overview))\(Self.rateTable(overview.sends, overview.buckets))
+            <h2>Clicks and redemptions over \(span)</h2>\(Self.linkChart(overview))
+            <h2>Queue</h2>\(Self.queueChart(byState))\(ConsolePage.table(id: "queue", ["State", "Messages"], queueRows, empty: "The outbox is empty."))
+            <h2>Failures over \(span), by reply class</h2>\(Self.failureTable(overview.sends))
             """
+        let refresh = window == .hour ? "/admin/" : "/admin/?window=\(window.rawValue)"
         return ConsolePage.response(
-            ConsolePage.html("Overview", body, session: context.consoleSession, current: "overview", refresh: (30, "/admin/")))
+            ConsolePage.html(
+                "Overview", body, session: context.consoleSession, current: "overview", refresh: (30, refresh), style: ConsoleChart.style))
+    }
+
+    /// The relay, the webhooks and the window's bounce and complaint rates, each with whether it needs a look.
+    static func healthTable(_ overview: ConsoleOverview, _ hooks: [WebhookEndpointReport]) -> String {
+        func row(_ key: String, _ name: String, _ text: String, warn: Bool) -> String {
+            #"<tr data-health="\#(key)"><th>\#(name)</th><td class="\#(warn ? "warn" : "ok")">\#(ConsolePage.escape(text))</td></tr>"#
+        }
+        let relay: (String, Bool) =
+            switch overview.relay {
+            case .idle: ("idle: nothing tried in the last five minutes", false)
+            case .ok(let sent): ("ok: \(sent) sent in the last five minutes", false)
+            case .degraded(let failed, let attempts):
+                ("degraded: \(failed) of \(attempts) attempts in the last five minutes deferred or cut off", true)
+            case .failing(let why): ("failing: \(why)", true)
+            }
+        let backlog = hooks.reduce(0) { $0 + $1.queued }
+        let dead = hooks.reduce(0) { $0 + $1.dead }
+        let failing = hooks.filter { $0.lastError != nil && ($0.lastErrorAt ?? .distantPast) > ($0.lastDeliveredAt ?? .distantPast) }
+        let webhooks =
+            hooks.isEmpty
+            ? ("none configured", false)
+            : (
+                "\(hooks.count) endpoint(s), \(backlog) queued, \(dead) dead"
+                    + (failing.isEmpty ? "" : "; failing: " + failing.map(\.endpoint).joined(separator: ", ")),
+                !failing.isEmpty || dead > 0
+            )
+        func rate(_ value: Double?, _ count: Int, warning: Double) -> (String, Bool) {
+            guard let value else { return ("\(count) (nothing sent in the window)", false) }
+            return (String(format: "%.2f %%", value * 100) + " (\(count) of \(overview.sent) sent)", value >= warning)
+        }
+        let bounces = (overview.feedback[.hard] ?? 0) + (overview.feedback[.soft] ?? 0)
+        let bounce = rate(overview.bounceRate, bounces, warning: ConsoleOverview.bounceWarning)
+        let complaint = rate(overview.complaintRate, overview.feedback[.complaint] ?? 0, warning: ConsoleOverview.complaintWarning)
+        let rows = [
+            row("relay", "SMTP relay", relay.0, warn: relay.1),
+            row("webhooks", #"Webhooks"#, webhooks.0, warn: webhooks.1),
+            row("bounces", "Bounce rate", bounce.0, warn: bounce.1),
+            row("complaints", "Complaint rate", complaint.0, warn: complaint.1),
+        ]
+        return #"<table id="health" class="health">\#(rows.joined())</table>"#
+    }
+
+    static func bucketLabel(_ start: Date) -> String {
+        start.formatted(Date.ISO8601FormatStyle().time(includingFractionalSeconds: false)).prefix(5).description
+    }
+
+    /// Sent, deferred, possibly delivered and failed attempts per bucket.
+    static func sendChart(_ overview: ConsoleOverview) -> String {
+        func values(_ outcomes: Set<String>) -> [Int] {
+            overview.buckets.map { start in
+                overview.sends.filter { $0.bucket == start && outcomes.contains($0.outcome) }.reduce(0) { $0 + $1.count }
+            }
+        }
+        return ConsoleChart.bars(
+            id: "send-chart", title: "Delivery attempts per bucket", labels: overview.buckets.map(bucketLabel),
+            series: [
+                .init(name: "Sent", key: "sent", color: "#16a34a", values: values(["sent"])),
+                .init(name: "Deferred", key: "deferred", color: "#f59e0b", values: values(["deferred", "connection", "interrupted"])),
+                .init(
+                    name: "Possibly delivered", key: "possibly-delivered", color: "#8b5cf6",
+                    values: values([OutboxState.possiblyDelivered.rawValue])),
+                .init(name: "Failed", key: "failed", color: "#dc2626", values: values(["failed", "dead"])),
+            ])
+    }
+
+    /// Link clicks and redemptions per bucket.
+    static func linkChart(_ overview: ConsoleOverview) -> String {
+        func values(_ kind: String) -> [Int] {
+            overview.buckets.map { start in overview.links.filter { $0.bucket == start && $0.kind == kind }.reduce(0) { $0 + $1.count } }
+        }
+        return ConsoleChart.bars(
+            id: "link-chart", title: "Link clicks and redemptions per bucket", labels: overview.buckets.map(bucketLabel),
+            series: [
+                .init(name: "Clicked", key: "click", color: "#2563eb", values: values("click")),
+                .init(name: "Redeemed", key: "redeemed", color: "#0d9488", values: values("redeemed")),
+            ])
+    }
+
+    /// The queue now: one bar per state that holds rows.
+    static func queueChart(_ byState: [OutboxState: Int]) -> String {
+        let states = OutboxState.allCases.filter { (byState[$0] ?? 0) > 0 }
+        guard !states.isEmpty else { return "" }
+        let colors: [OutboxState: String] = [
+            .queued: "#2563eb", .sending: "#0ea5e9", .deferred: "#f59e0b", .sent: "#16a34a", .failed: "#dc2626", .dead: "#7f1d1d",
+        ]
+        return ConsoleChart.bars(
+            id: "queue-chart", title: "Messages per state", labels: states.map(\.rawValue),
+            series: states.map { state in
+                ConsoleChart.Series(
+                    name: state.rawValue, key: state.rawValue, color: colors[state] ?? "#6b7280",
+                    values: states.map { $0 == state ? byState[state] ?? 0 : 0 })
+            })
     }
 
     /// Whether anything sends what waits: the workers by heartbeat, and how late the next due message is.
@@ -204,20 +310,12 @@ struct ConsoleController: Sendable {
             """
     }
 
-    /// The starts of the twelve five-minute buckets ending with the current one, oldest first: the rate table's
-    /// rows, and the failures table's window.
-    static func lastHourBuckets(now: Date = Date()) -> [Date] {
-        let width = SendActivity.bucketSeconds
-        let last = (now.timeIntervalSince1970 / width).rounded(.down) * width
-        return (0..<12).reversed().map { back in Date(timeIntervalSince1970: last - Double(back) * width) }
-    }
-
-    /// One row per five-minute bucket, oldest first.
+    /// One row per bucket, oldest first.
     static func rateTable(_ activity: [SendActivity], _ buckets: [Date]) -> String {
         let rows = buckets.map { start -> String in
             let bucket = activity.filter { $0.bucket == start }
             func sum(_ outcomes: Set<String>) -> Int { bucket.filter { outcomes.contains($0.outcome) }.reduce(0) { $0 + $1.count } }
-            let time = start.formatted(Date.ISO8601FormatStyle().time(includingFractionalSeconds: false))
+            let time = bucketLabel(start)
             return "<tr><td class=\"time\">\(time)</td><td class=\"sent\">\(sum(["sent"]))</td>"
                 + "<td class=\"deferred\">\(sum(["deferred", "connection", "interrupted"]))</td>"
                 + "<td class=\"possibly-delivered\">\(sum([OutboxState.possiblyDelivered.rawValue]))</td>"
@@ -233,7 +331,7 @@ struct ConsoleController: Sendable {
         let rows = byClass.sorted { $0.key < $1.key }.map { replyClass, count in
             #"<tr data-class="\#(ConsolePage.escape(replyClass))"><td>\#(ConsolePage.escape(replyClass))</td><td class="count">\#(count)</td></tr>"#
         }
-        let none = #"<tr><td colspan="2" class="muted">No failures in the last hour.</td></tr>"#
+        let none = #"<tr><td colspan="2" class="muted">No failures in the window.</td></tr>"#
         return ConsolePage.table(id: "failures", ["Reply class", "Attempts"], rows.isEmpty ? [none] : rows)
     }
 

@@ -89,6 +89,24 @@ extension LedgerEngine {
         }
     }
 
+    public func campaignSends(since: Date) throws -> [Int64: Int] {
+        let since = since.milliseconds
+        return try read { db in
+            let first = try Self.firstRow(of: "delivery_attempts", at: "finished_at", since: since, db)
+            var sends: [Int64: Int] = [:]
+            for row in try db.rows(
+                """
+                SELECT o.campaign_id AS campaign, COUNT(*) AS n FROM delivery_attempts a JOIN outbox o ON o.id = a.outbox_id
+                WHERE a.id >= :first AND a.finished_at >= :since AND a.outcome = 'sent' AND o.campaign_id IS NOT NULL
+                GROUP BY o.campaign_id
+                """, ["first": first, "since": since])
+            {
+                sends[row["campaign"] as Int64] = row["n"] as Int
+            }
+            return sends
+        }
+    }
+
     /// Stops the worker from sending the campaign's rows; they stay queued.
     public func pause(campaign id: Int64, now: Date) throws {
         try write { db in try Self.setState(db, id, .paused, from: [.active], now: now) }

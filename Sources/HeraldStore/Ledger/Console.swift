@@ -53,11 +53,11 @@ extension LedgerEngine {
         }
     }
 
-    public func sendActivity(since: Date) throws -> [SendActivity] {
-        let bucket = Int64(SendActivity.bucketSeconds * 1000)
+    public func sendActivity(since: Date, bucketSeconds: TimeInterval) throws -> [SendActivity] {
+        let bucket = Int64(bucketSeconds * 1000)
         let since = since.milliseconds
         return try read { db in
-            let first = try Self.firstAttempt(finishedAtOrAfter: since, db)
+            let first = try Self.firstRow(of: "delivery_attempts", at: "finished_at", since: since, db)
             let dialect = db.dialect
             return try db.rows(
                 """
@@ -76,20 +76,52 @@ extension LedgerEngine {
         }
     }
 
-    /// The first attempt id worth reading for attempts finished at or after `since`: a binary search over ids,
-    /// which grow with time (finish times are out of order only among concurrent connections, so the search
-    /// starts a minute early), instead of an index on `finished_at` that every send would pay for.
-    static func firstAttempt(finishedAtOrAfter since: Int64, _ db: Session) throws -> Int64 {
+    public func linkActivity(since: Date, bucketSeconds: TimeInterval) throws -> [LinkActivity] {
+        let bucket = Int64(bucketSeconds * 1000)
+        return try read { db in
+            try db.rows(
+                """
+                SELECT at / \(db.dialect.parameter("bucket", .bigint)) AS bucket, kind, COUNT(*) AS n
+                FROM link_events WHERE at >= :since AND kind IN ('click','redeemed')
+                GROUP BY 1, 2 ORDER BY 1, 2
+                """,
+                ["bucket": bucket, "since": since.milliseconds]
+            ).map { row in
+                LinkActivity(
+                    bucket: Date(milliseconds: (row["bucket"] as Int64) * bucket), kind: row["kind"] as String, count: row["n"] as Int)
+            }
+        }
+    }
+
+    public func feedbackCounts(since: Date) throws -> [MailFeedback.Kind: Int] {
+        let since = since.milliseconds
+        return try read { db in
+            let first = try Self.firstRow(of: "mail_feedback", at: "received_at", since: since, db)
+            var counts: [MailFeedback.Kind: Int] = [:]
+            for row in try db.rows(
+                "SELECT kind, COUNT(*) AS n FROM mail_feedback WHERE id >= :first AND received_at >= :since GROUP BY kind",
+                ["first": first, "since": since])
+            {
+                if let kind = MailFeedback.Kind(rawValue: row["kind"] as String) { counts[kind] = row["n"] as Int }
+            }
+            return counts
+        }
+    }
+
+    /// The first id of `table` worth reading for rows whose `column` (a time) is at or after `since`: a binary
+    /// search over ids, which grow with time (times are out of order only among concurrent writers, so the search
+    /// starts a minute early), instead of an index on the time that every write would pay for.
+    static func firstRow(of table: String, at column: String, since: Int64, _ db: Session) throws -> Int64 {
         let target = since - 60_000
-        guard let bounds = try db.row("SELECT MIN(id) AS low, MAX(id) AS high FROM delivery_attempts"),
+        guard let bounds = try db.row("SELECT MIN(id) AS low, MAX(id) AS high FROM \(table)"),
             var low = bounds["low"] as Int64?, var high = bounds["high"] as Int64?
         else { return 0 }
         while low < high {
             let middle = low + (high - low) / 2
-            let finished =
-                try db.value("SELECT finished_at FROM delivery_attempts WHERE id >= ? ORDER BY id LIMIT 1", [middle], as: Int64.self)
+            let time =
+                try db.value("SELECT \(column) FROM \(table) WHERE id >= ? ORDER BY id LIMIT 1", [middle], as: Int64.self)
                 ?? Int64.max
-            if finished < target { low = middle + 1 } else { high = middle }
+            if time < target { low = middle + 1 } else { high = middle }
         }
         return low
     }

@@ -38,6 +38,10 @@ public protocol CampaignStore: Sendable {
     /// Outbox rows per state for one campaign.
     func counts(campaign id: Int64) throws -> [OutboxState: Int]
 
+    /// Messages each campaign sent since `since` (attempts that ended in `sent`), for campaigns that sent any: their
+    /// live rate.
+    func campaignSends(since: Date) throws -> [Int64: Int]
+
     /// Queues recipients as the campaign's rows in one durable transaction, one outcome per recipient, in order.
     /// Re-running an import is idempotent per campaign and address.
     func addRecipients(

@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
 
-/// What the `/admin` console reads beyond the reports: message search, one message's history, recent sends.
+/// What the `/admin` console reads beyond the reports: message search, one message's history, recent
+/// sends, clicks, redemptions and feedback.
 public protocol ConsoleQueries: Sendable {
     /// Outbox rows matching `search`, newest first, at most `limit`.
     func searchMessages(_ search: MessageSearch, limit: Int) throws -> [OutboxMessage]
@@ -10,6 +11,12 @@ public protocol ConsoleQueries: Sendable {
     /// there is no such row.
     func history(outboxID: Int64) throws -> MessageHistory?
 
-    /// Delivery attempts finished since `since`, counted per five-minute bucket, outcome and reply class.
-    func sendActivity(since: Date) throws -> [SendActivity]
+    /// Delivery attempts finished since `since`, counted per bucket of `bucketSeconds`, outcome and reply class.
+    func sendActivity(since: Date, bucketSeconds: TimeInterval) throws -> [SendActivity]
+
+    /// Clicks and redemptions of links since `since`, counted per bucket of `bucketSeconds` and kind.
+    func linkActivity(since: Date, bucketSeconds: TimeInterval) throws -> [LinkActivity]
+
+    /// Bounces and complaints received since `since`, by kind.
+    func feedbackCounts(since: Date) throws -> [MailFeedback.Kind: Int]
 }
