@@ -161,7 +161,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldMailTests",
-            dependencies: ["HeraldMail", "HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldMail", "HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,8 +5,8 @@ import Logging
 import Synchronization
 
 /// The worker process's presence in the ledger, on its own thread: registers it, beats its
-/// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, and prunes link
-/// events and abuse counters past `ledger.eventRetention` (at start, then hourly).
+/// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, folds the outbox tallies
+/// (PostgreSQL) and prunes link events and abuse counters past `ledger.eventRetention` (at start, then hourly).
 ///
 /// A worker on this host is judged by its process alone: gone is dead, running is alive however long it has been
 /// paused. One on another host is dead once its heartbeat is older than `worker.heartbeatTimeout` by the ledger's
@@ -140,6 +140,7 @@ final class Housekeeper: @unchecked Sendable {
         reportRelay()
         sweep()
         prune()
+        do { try store.foldTallies() } catch { logger.debug("tallies not folded", metadata: ["error": "\(error)"]) }
         if Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval {
             lastCheckpoint = Date()
             do { try store.checkpoint() } catch { logger.debug("checkpoint skipped", metadata: ["error": "\(error)"]) }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldTesting
 import Testing
 
 @testable import HeraldMail
@@ -7,20 +8,6 @@ import Testing
 /// `text` with its LF line breaks as CRLF, the way messages arrive.
 func crlfMessage(_ text: String) -> [UInt8] {
     Array(text.replacingOccurrences(of: "\n", with: "\r\n").utf8)
-}
-
-/// A small seeded generator, so "random" input is the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 @Suite struct BounceParserTests {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldTesting
 import Testing
 
 @testable import HeraldMail

@@ -41,6 +41,9 @@ struct PostgresCopyTests {
         #expect(rows["campaigns"] == 1)
         #expect(rows["suppressions"] == 1 && rows["mail_feedback"] == 1 && rows["outbox_events"] == 1)
         #expect(try postgres.suppressions(emails: ["u0@example.com"])["u0@example.com"]?.reason == .hardBounce)
+        // The copied rows' tallies, made by the PostgreSQL ledger's own triggers, agree with the rows and with SQLite's.
+        #expect(try postgres.outboxCounts() == OutboxTallyTests.recount(postgres))
+        #expect(try postgres.outboxCounts() == sqlite.outboxCounts())
         #expect(try postgres.report(campaign: campaign.id, now: now).total == 3)
 
         let copied = try postgres.messages()

@@ -14,7 +14,9 @@ import Testing
     static let engineOnlyTables: [StoreKind: Set<String>] = [
         // Send slots every process shares (`SharedRateLimits`: worker.maxRate across hosts). A SQLite ledger has one
         // host, whose workers pace themselves in memory.
-        .postgres: ["rate_slots"]
+        // The outbox tallies' deltas, appended by statement triggers so that concurrent writers never wait on one
+        // tally row, and folded into `outbox_tallies` by the workers. SQLite's triggers update the tallies in place.
+        .postgres: ["rate_slots", "outbox_tally_deltas"]
     ]
 
     /// Column types, as the engines spell the same one (`LedgerMigration`'s documentation).

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import signal
 
-from helpers import by_recipient, wait_until, write_config
+from helpers import by_recipient, db_path, query, wait_until, write_config
 
 
 def queue_many(herald, config, count: int, prefix: str) -> dict:
     return {f"{prefix}{i:02d}@x.test": herald.send("verify-email", f"{prefix}{i:02d}@x.test", config=config)
             for i in range(count)}
+
+
+def assert_tallies_match_the_rows(tmp_path) -> None:
+    tallies = {(r["state"], r["action"], r["campaign"]): r["n"]
+               for r in query(db_path(tmp_path), "SELECT * FROM outbox_tallies WHERE n <> 0")}
+    rows = {(r["state"], r["action"], r["campaign"]): r["n"] for r in query(
+        db_path(tmp_path), "SELECT state, action, COALESCE(campaign_id, 0) AS campaign, COUNT(*) AS n FROM outbox GROUP BY 1, 2, 3")}
+    assert tallies == rows, (tallies, rows)
 
 
 def test_sigkill_mid_batch_loses_nothing(herald, start_capture, tmp_path):
@@ -25,8 +33,11 @@ def test_sigkill_mid_batch_loses_nothing(herald, start_capture, tmp_path):
     assert worker.proc.poll() is None, f"worker exited early:\n{worker.stderr()}"
     worker.proc.send_signal(signal.SIGKILL)
     worker.wait(timeout=10)
+    # The outbox tallies (what the metrics and the console read) lost nothing with the killed transaction either.
+    assert_tallies_match_the_rows(tmp_path)
 
     herald.worker_until_empty(config, timeout=120)  # takes back the killed worker's claimed rows
+    assert_tallies_match_the_rows(tmp_path)
 
     received = by_recipient(capture.messages())
     missing = sorted(set(recipients) - set(received))

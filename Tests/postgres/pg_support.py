@@ -57,6 +57,19 @@ class PostgresLedger:
         """{state: count} over the outbox."""
         return {r["state"]: r["n"] for r in self.query("SELECT state, count(*) AS n FROM outbox GROUP BY state")}
 
+    def tallies(self) -> dict:
+        """{(state, action, campaign): n} as the ledger's outbox tallies say (folded tallies plus the deltas not folded
+        yet), beside `recount()`, the same counted over the outbox."""
+        rows = self.query("SELECT state, action, campaign, sum(n)::bigint AS n FROM (SELECT state, action, campaign, n "
+                          "FROM outbox_tallies UNION ALL SELECT state, action, campaign, n FROM outbox_tally_deltas) AS t "
+                          "GROUP BY 1, 2, 3 HAVING sum(n) <> 0")
+        return {(r["state"], r["action"], r["campaign"]): r["n"] for r in rows}
+
+    def recount(self) -> dict:
+        rows = self.query("SELECT state, action, coalesce(campaign_id, 0) AS campaign, count(*) AS n FROM outbox "
+                          "GROUP BY 1, 2, 3")
+        return {(r["state"], r["action"], r["campaign"]): r["n"] for r in rows}
+
     def drop(self) -> None:
         """Drops the schema (best effort: a test that failed may have left a process holding it)."""
         try:

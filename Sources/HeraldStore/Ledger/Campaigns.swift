@@ -85,7 +85,11 @@ extension LedgerEngine {
     /// Outbox rows per state for one campaign.
     public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
         try read { db in
-            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox WHERE campaign_id = ? GROUP BY state", [id]))
+            var counts: [OutboxState: Int] = [:]
+            for tally in try Self.tallies(db, campaign: id) {
+                if let state = OutboxState(rawValue: tally.state) { counts[state, default: 0] += tally.count }
+            }
+            return counts
         }
     }
 

@@ -1006,5 +1006,99 @@ extension LedgerMigration {
                 "ALTER TABLE action_codes ADD COLUMN typed_tries BIGINT NOT NULL DEFAULT 0",
                 "ALTER TABLE action_codes ADD COLUMN redeemed_with TEXT",
             ]),
+        // Counts that cost the same at any size: rows per state, action and campaign (0: none), kept by triggers in the
+        // transaction that inserts, updates or deletes the outbox row, whichever path does it. The metrics, the
+        // console's overview and campaign lists read these instead of counting the outbox.
+        // SQLite: row triggers update the tallies in place (one writer at a time: no contention).
+        // PostgreSQL: statement triggers append signed deltas, so concurrent writers never wait on the same tally row
+        // (or fail each other's serializable transactions); `foldTallies` moves them into `outbox_tallies`, and
+        // readers add what is not folded yet.
+        // A later step that rebuilds `outbox` must create the SQLite triggers again.
+        LedgerMigration(
+            "v29: outbox tallies",
+            sqlite: [
+                """
+                CREATE TABLE outbox_tallies (
+                    state TEXT NOT NULL, action TEXT NOT NULL, campaign INTEGER NOT NULL, n INTEGER NOT NULL,
+                    PRIMARY KEY (state, action, campaign)) WITHOUT ROWID
+                """,
+                """
+                INSERT INTO outbox_tallies (state, action, campaign, n)
+                SELECT state, action, COALESCE(campaign_id, 0), COUNT(*) FROM outbox GROUP BY 1, 2, 3
+                """,
+                """
+                CREATE TRIGGER outbox_tally_insert AFTER INSERT ON outbox BEGIN
+                    INSERT INTO outbox_tallies (state, action, campaign, n) VALUES (NEW.state, NEW.action, COALESCE(NEW.campaign_id, 0), 1)
+                    ON CONFLICT (state, action, campaign) DO UPDATE SET n = n + 1;
+                END
+                """,
+                """
+                CREATE TRIGGER outbox_tally_update AFTER UPDATE OF state, action, campaign_id ON outbox
+                WHEN OLD.state IS NOT NEW.state OR OLD.action IS NOT NEW.action OR OLD.campaign_id IS NOT NEW.campaign_id BEGIN
+                    UPDATE outbox_tallies SET n = n - 1
+                    WHERE state = OLD.state AND action = OLD.action AND campaign = COALESCE(OLD.campaign_id, 0);
+                    INSERT INTO outbox_tallies (state, action, campaign, n) VALUES (NEW.state, NEW.action, COALESCE(NEW.campaign_id, 0), 1)
+                    ON CONFLICT (state, action, campaign) DO UPDATE SET n = n + 1;
+                END
+                """,
+                """
+                CREATE TRIGGER outbox_tally_delete AFTER DELETE ON outbox BEGIN
+                    UPDATE outbox_tallies SET n = n - 1
+                    WHERE state = OLD.state AND action = OLD.action AND campaign = COALESCE(OLD.campaign_id, 0);
+                END
+                """,
+            ],
+            postgres: [
+                """
+                CREATE TABLE outbox_tallies (
+                    state TEXT NOT NULL, action TEXT NOT NULL, campaign BIGINT NOT NULL, n BIGINT NOT NULL,
+                    PRIMARY KEY (state, action, campaign))
+                """,
+                """
+                CREATE TABLE outbox_tally_deltas (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, state TEXT NOT NULL, action TEXT NOT NULL,
+                    campaign BIGINT NOT NULL, n BIGINT NOT NULL)
+                """,
+                """
+                INSERT INTO outbox_tallies (state, action, campaign, n)
+                SELECT state, action, COALESCE(campaign_id, 0), COUNT(*) FROM outbox GROUP BY 1, 2, 3
+                """,
+                """
+                CREATE FUNCTION outbox_tally_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                    INSERT INTO outbox_tally_deltas (state, action, campaign, n)
+                    SELECT state, action, COALESCE(campaign_id, 0), COUNT(*) FROM tally_new GROUP BY 1, 2, 3;
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE FUNCTION outbox_tally_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                    INSERT INTO outbox_tally_deltas (state, action, campaign, n)
+                    SELECT state, action, campaign, SUM(n) FROM (
+                        SELECT state, action, COALESCE(campaign_id, 0) AS campaign, -1 AS n FROM tally_old
+                        UNION ALL SELECT state, action, COALESCE(campaign_id, 0), 1 FROM tally_new) AS changes
+                    GROUP BY 1, 2, 3 HAVING SUM(n) <> 0;
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE FUNCTION outbox_tally_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                    INSERT INTO outbox_tally_deltas (state, action, campaign, n)
+                    SELECT state, action, COALESCE(campaign_id, 0), -COUNT(*) FROM tally_old GROUP BY 1, 2, 3;
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE TRIGGER outbox_tally_insert AFTER INSERT ON outbox REFERENCING NEW TABLE AS tally_new
+                FOR EACH STATEMENT EXECUTE FUNCTION outbox_tally_insert()
+                """,
+                """
+                CREATE TRIGGER outbox_tally_update AFTER UPDATE ON outbox REFERENCING OLD TABLE AS tally_old NEW TABLE AS tally_new
+                FOR EACH STATEMENT EXECUTE FUNCTION outbox_tally_update()
+                """,
+                """
+                CREATE TRIGGER outbox_tally_delete AFTER DELETE ON outbox REFERENCING OLD TABLE AS tally_old
+                FOR EACH STATEMENT EXECUTE FUNCTION outbox_tally_delete()
+                """,
+            ]),
     ]
 }

@@ -49,44 +49,77 @@ extension LedgerEngine {
     /// How much work is pending and when the next piece is due.
     public func queueStatus() throws -> QueueStatus {
         try read { db in
+            var waiting = 0
+            var sending = 0
+            for tally in try Self.tallies(db) {
+                if tally.state == OutboxState.sending.rawValue { sending += tally.count }
+                if tally.state == OutboxState.queued.rawValue || tally.state == OutboxState.deferred.rawValue { waiting += tally.count }
+            }
             // The COALESCEs make the next due time the earlier of the two, or the one there is.
             let nextDue = db.dialect.least("COALESCE(s.lease, s.due)", "COALESCE(s.due, s.lease)")
-            guard
-                let row = try db.row(
-                    """
-                    SELECT s.waiting + s.sending AS pending, s.sending, \(nextDue) AS next_due
-                    FROM (SELECT (SELECT COUNT(*) FROM outbox WHERE state IN ('queued','deferred')) AS waiting,
-                                 (SELECT COUNT(*) FROM outbox WHERE state = 'sending') AS sending,
-                                 (SELECT MIN(lease_until) FROM outbox WHERE state = 'sending') AS lease,
-                                 (SELECT MIN(next_attempt_at) FROM outbox WHERE state IN ('queued','deferred')) AS due) AS s
-                    """)
-            else { return QueueStatus(pending: 0, sending: 0, nextDue: nil) }
+            let row = try db.row(
+                """
+                SELECT \(nextDue) AS next_due
+                FROM (SELECT (SELECT MIN(lease_until) FROM outbox WHERE state = 'sending') AS lease,
+                             (SELECT MIN(next_attempt_at) FROM outbox WHERE state IN ('queued','deferred')) AS due) AS s
+                """)
             return QueueStatus(
-                pending: row["pending"], sending: row["sending"], nextDue: (row["next_due"] as Int64?).map(Date.init(milliseconds:)))
+                pending: waiting + sending, sending: sending,
+                nextDue: (row?["next_due"] as Int64?).map(Date.init(milliseconds:)))
         }
     }
 
     /// Counts rows per state.
     public func stateCounts() throws -> [OutboxState: Int] {
         try read { db in
-            Records.stateCounts(try db.fetchAll("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state", []))
+            var counts: [OutboxState: Int] = [:]
+            for tally in try Self.tallies(db) {
+                if let state = OutboxState(rawValue: tally.state) { counts[state, default: 0] += tally.count }
+            }
+            return counts
         }
     }
 
-    /// One pass over `outbox`, grouped; at most states × actions × (campaigns + 1) rows come back, in SQLite's
-    /// grouping order (by state, action, then campaign with no campaign first).
+    /// Rows per state, action and campaign, read from the tallies (a few rows whatever the outbox holds), ordered by
+    /// state, action, then campaign with no campaign first.
     public func outboxCounts() throws -> [OutboxCount] {
         try read { db in
-            let bytewise = db.dialect.bytewise
-            let rows = try db.rows(
-                """
-                SELECT state, action, campaign_id, COUNT(*) AS n FROM outbox GROUP BY state, action, campaign_id
-                ORDER BY state\(bytewise), action\(bytewise), campaign_id NULLS FIRST
-                """)
-            return rows.compactMap { row in
-                guard let state = OutboxState(rawValue: row["state"]), let kind = ActionKind(rawValue: row["action"]) else { return nil }
-                return OutboxCount(state: state, kind: kind, campaignID: row["campaign_id"], count: row["n"])
+            try Self.tallies(db).compactMap { tally -> OutboxCount? in
+                guard let state = OutboxState(rawValue: tally.state), let kind = ActionKind(rawValue: tally.action) else { return nil }
+                return OutboxCount(state: state, kind: kind, campaignID: tally.campaign == 0 ? nil : tally.campaign, count: tally.count)
             }
+            .sorted { ($0.state.rawValue, $0.kind.rawValue, $0.campaignID ?? 0) < ($1.state.rawValue, $1.kind.rawValue, $1.campaignID ?? 0) }
         }
     }
+
+    /// The outbox's tallies, of every campaign or of one; those at zero are left out. On PostgreSQL with the deltas
+    /// `foldTallies` has not folded yet.
+    static func tallies(_ db: Session, campaign: Int64? = nil) throws -> [OutboxTally] {
+        let only = campaign == nil ? "" : "WHERE campaign = :campaign"
+        let arguments: SQLArguments = campaign == nil ? [:] : ["campaign": campaign]
+        let sql =
+            switch db.dialect {
+            case .sqlite: "SELECT state, action, campaign, n FROM outbox_tallies \(only)"
+            case .postgres:
+                """
+                SELECT state, action, campaign, CAST(SUM(n) AS BIGINT) AS n FROM (
+                    SELECT state, action, campaign, n FROM outbox_tallies \(only)
+                    UNION ALL SELECT state, action, campaign, n FROM outbox_tally_deltas \(only)) AS t
+                GROUP BY state, action, campaign
+                """
+            }
+        return try db.rows(sql, arguments).compactMap { row in
+            let count = row["n"] as Int
+            guard count != 0 else { return nil }
+            return OutboxTally(state: row["state"], action: row["action"], campaign: row["campaign"], count: count)
+        }
+    }
+}
+
+/// One tally of the outbox (migration v29): its rows of a state, action and campaign (0: none).
+struct OutboxTally {
+    var state: String
+    var action: String
+    var campaign: Int64
+    var count: Int
 }

@@ -91,6 +91,11 @@ public protocol WorkerRegistry: Sendable {
     /// Compacts the store's log while the worker is idle (SQLite: a truncating WAL checkpoint).
     func checkpoint() throws
 
+    /// Folds the outbox tallies' deltas into the tallies (PostgreSQL, whose triggers append deltas; SQLite's update
+    /// the tallies in place, so nothing is left to fold); returns how many tallies changed.
+    @discardableResult
+    func foldTallies() throws -> Int
+
     /// Keeps the store's log short beside a working worker, on a thread of its own, until the returned function is
     /// called (SQLite: passive WAL checkpoints on their own connection; nothing elsewhere). `besideRequests`: the
     /// process also answers API requests, whose durable commits share the disk with the checkpoints.

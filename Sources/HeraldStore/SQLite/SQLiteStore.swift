@@ -95,6 +95,8 @@ public final class SQLiteStore: HeraldStore {
     ///
     /// SQLite checkpoints on its own every `wal_autocheckpoint` pages (8,000), but cannot while a reader holds an old snapshot
     /// and never shrinks the file below `journal_size_limit`; the worker calls this when idle.
+    public func foldTallies() throws -> Int { 0 }
+
     public func checkpoint() throws {
         try pool.writeWithoutTransaction { db in
             _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")

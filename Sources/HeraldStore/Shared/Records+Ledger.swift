@@ -98,14 +98,4 @@ extension Records {
             lastAttemptAt: (row["last_attempt_at"] as Int64?).map(Date.init(milliseconds:)),
             createdAt: Date(milliseconds: row["created_at"]))
     }
-
-    /// Outbox rows per state, from rows of `state` and `n`.
-    static func stateCounts(_ rows: [some LedgerRow]) -> [OutboxState: Int] {
-        var counts: [OutboxState: Int] = [:]
-        for plain in rows {
-            let row = RecordRow(plain)
-            if let state = OutboxState(rawValue: row["state"]) { counts[state] = row["n"] }
-        }
-        return counts
-    }
 }
