@@ -3,7 +3,7 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `/admin/campaigns`: every campaign with its progress, and pause / resume / cancel.
+/// `/admin/campaigns`: every campaign with its progress, and pause / resume / cancel (creating one: `+NewCampaign`).
 extension ConsoleController {
     /// What a finished change says on the page it returns to (never text from the request).
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
@@ -21,9 +21,10 @@ extension ConsoleController {
         let id = request.uri.queryParameters["id"].flatMap { Int64(String($0)) }
         let body =
             ConsolePage.notice(done.flatMap { text in id.map { "\(text) \($0)." } })
+            + ConsolePage.changing(#"<p><a id="new-campaign" href="/admin/campaigns/new">New campaign</a></p>"#)
             + ConsolePage.table(
                 id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Report", ""], rows,
-                empty: "No campaigns yet: create one with herald campaign create.")
+                empty: "No campaigns yet: create one here or with herald campaigns create.")
             + #"<p class="muted">This page refreshes every 10 seconds.</p>"#
         return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: (10, "/admin/campaigns")))
     }
