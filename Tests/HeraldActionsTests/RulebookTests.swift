@@ -116,6 +116,24 @@ func code(of call: () throws -> Void) -> String? {
         #expect(try rulebook.actions.sending.sendBulk(bulk, to: ["ada@example.com", "ADA@example.com"]).newlyQueued == 2)
     }
 
+    /// The console's review step: the campaign is paused before its first row is queued, so no claim takes a row
+    /// until it is resumed; a taken name is refused instead of resuming that campaign's import.
+    @Test func aCampaignStartedPausedQueuesItsRowsButNoneIsClaimedUntilResumed() throws {
+        let rulebook = try Rulebook()
+        _ = try rulebook.actions.accounts.createAccount(SignUpRequest(email: "ada@example.com", password: "secret-1"), as: .admin)
+        let csv = try rulebook.file("paused.csv", "email\nada@example.com\n")
+        let request = CampaignRequest(
+            name: "paused", kind: .resetPassword, source: .csv(path: csv), startPaused: true, requireNewName: true)
+        let result = try rulebook.actions.campaigns.createCampaign(request)
+        #expect(result.campaign.state == .paused && result.summary.imported == 1)
+        let policy = ClaimPolicy(HeraldConfiguration())
+        #expect(try rulebook.store.claim(policy).isEmpty)
+        #expect(code { _ = try rulebook.actions.campaigns.createCampaign(request) } == "ARGUMENT_ERROR")
+        #expect(try rulebook.store.counts(campaign: result.campaign.id) == [.queued: 1])
+        try rulebook.actions.campaigns.resumeCampaign(id: result.campaign.id)
+        #expect(try rulebook.store.claim(policy).count == 1)
+    }
+
     @Test func singleSendsAreThrottledPerAddressAndAction() throws {
         let rulebook = try Rulebook(owner: .app)
         let request = SendRequest(kind: .verifyEmail, email: "ada@example.com")

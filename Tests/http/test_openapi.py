@@ -71,7 +71,8 @@ ROUTES = {
     # The /admin console (ConsoleController.routes).
     ("get", "/admin"), ("get", "/admin/sign-in"), ("post", "/admin/sign-in"), ("post", "/admin/sign-out"),
     ("get", "/admin/campaigns"), ("post", "/admin/campaigns/{id}/pause"), ("post", "/admin/campaigns/{id}/resume"),
-    ("post", "/admin/campaigns/{id}/cancel"), ("get", "/admin/messages"), ("get", "/admin/messages/{id}"),
+    ("post", "/admin/campaigns/{id}/cancel"), ("get", "/admin/campaigns/new"), ("post", "/admin/campaigns/new"),
+    ("get", "/admin/campaigns/{id}/review"), ("get", "/admin/campaigns/{id}/rejects.csv"), ("get", "/admin/messages"), ("get", "/admin/messages/{id}"),
     ("post", "/admin/messages/{id}/retry"), ("post", "/admin/messages/{id}/cancel"), ("post", "/admin/console/messages/bulk"),
     ("get", "/admin/audit/search"),
     ("get", "/admin/templates"), ("get", "/admin/templates/{action}/{locale}"),

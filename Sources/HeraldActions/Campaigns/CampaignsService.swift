@@ -25,12 +25,20 @@ public struct CampaignRequest: Sendable {
     /// The campaign's own templates (`<locale>/subject.mustache`, …), read from disk into the ledger; nil keeps the
     /// campaign's current ones (the global templates for a new campaign).
     public var templates: [TemplateFile]?
+    /// Create the campaign paused, before any row is queued, so nothing goes out until it is resumed (the console's
+    /// review step). A campaign that exists already keeps its state.
+    public var startPaused: Bool
+    /// Refuse a name that is taken (before anything is written) instead of resuming that campaign's import.
+    public var requireNewName: Bool
 
     public init(
         name: String, kind: ActionKind, source: Source, continueURL: String? = nil, rate: Double? = nil, startAt: Date = Date(),
-        linkLifetime: TimeInterval? = nil, rejectsPath: String? = nil, templates: [TemplateFile]? = nil
+        linkLifetime: TimeInterval? = nil, rejectsPath: String? = nil, templates: [TemplateFile]? = nil, startPaused: Bool = false,
+        requireNewName: Bool = false
     ) {
         self.templates = templates
+        self.startPaused = startPaused
+        self.requireNewName = requireNewName
         self.name = name
         self.kind = kind
         self.source = source
@@ -107,12 +115,20 @@ extension CampaignsService {
             try requireAccountOwnership("a campaign from the account store")
             sourceName = unverifiedOnly ? "accounts (unverified)" : "accounts"
         }
-        let campaign = try store.campaign(
+        if request.requireNewName, try store.campaigns().contains(where: { $0.name == request.name }) {
+            throw HeraldError(.argumentError, "a campaign named '\(request.name)' exists already; choose another name")
+        }
+        var campaign = try store.campaign(
             named: request.name, kind: request.kind, settings: settings, rate: request.rate, startAt: request.startAt,
             linkLifetime: request.linkLifetime, source: sourceName, now: Date())
         let kind = request.kind
         // Before any row is queued: no row of the campaign goes out with other templates than its own.
         if let files = request.templates { try store.setTemplates(files, campaign: campaign.id) }
+        // Still before any row is queued: a worker claims only rows of active campaigns, so none of these is sent.
+        if request.startPaused, campaign.state == .active {
+            try store.pause(campaign: campaign.id, now: Date())
+            campaign = try store.campaign(id: campaign.id)
+        }
         let importer = try CampaignImporter(
             store: store, campaign: campaign, defaultLocale: links.defaultLocale, messageDomain: messageDomain
         ) { [self] emails in try campaignRefusals(kind, emails) }

@@ -48,16 +48,12 @@ struct CreateCampaign: AsyncParsableCommand {
             let kind = try ActionKind(argument: action)
             guard (recipients != nil) != fromAccounts else { throw HeraldError(.argumentError, "give either --recipients FILE or --from-accounts") }
             if unverified && !fromAccounts { throw HeraldError(.argumentError, "--unverified goes with --from-accounts") }
-            let lifetime = try linkLifetime.map { text in
-                guard let seconds = DurationText.parse(text), seconds > 0, seconds <= 366 * 86_400 else {
-                    throw HeraldError(.argumentError, "--link-lifetime: expected a duration up to 366d, such as 90m, 48h or 7d")
-                }
-                return seconds
-            }
             let request = CampaignRequest(
                 name: name, kind: kind, source: recipients.map { .csv(path: $0) } ?? .accounts(unverifiedOnly: unverified),
-                continueURL: continueUrl, rate: try rate.map(Self.parseRate), startAt: try startAt.map(Self.parseTime) ?? Date(),
-                linkLifetime: lifetime, rejectsPath: rejects, templates: try templates.map { try TemplateFile.read(directory: $0) })
+                continueURL: continueUrl, rate: try rate.map { try CampaignOptionText.rate($0) },
+                startAt: try startAt.map(CampaignOptionText.time) ?? Date(),
+                linkLifetime: try linkLifetime.map { try CampaignOptionText.linkLifetime($0) }, rejectsPath: rejects,
+                templates: try templates.map { try TemplateFile.read(directory: $0) })
             let campaigns = try await Runtime.load(global).actions().campaigns
             let started = Date()
             let result = try campaigns.createCampaign(request)
@@ -69,26 +65,6 @@ struct CreateCampaign: AsyncParsableCommand {
                     + "already imported \(summary.alreadyImported) (rejects: \(result.rejectsPath)); "
                     + String(format: "%.0f rows/s", seconds > 0 ? Double(rows) / seconds : 0))
         }
-    }
-
-    /// `50/s`, `600/m`, `10000/h` → messages per second.
-    static func parseRate(_ text: String) throws -> Double {
-        let parts = text.split(separator: "/")
-        let unit: [Substring: Double] = ["s": 1, "m": 60, "h": 3600]
-        guard parts.count == 2, let count = Double(parts[0]), count.isFinite, let seconds = unit[parts[1]],
-            (1.0 / 86_400...1_000_000).contains(count / seconds)
-        else {
-            throw HeraldError(.argumentError, "--rate: expected N/s, N/m or N/h between 1/day and 1,000,000/s, got '\(text)'")
-        }
-        return count / seconds
-    }
-
-    /// ISO 8601, `now`, or `+<duration>`.
-    static func parseTime(_ text: String) throws -> Date {
-        if text == "now" { return Date() }
-        if text.hasPrefix("+"), let seconds = DurationText.parse(String(text.dropFirst())) { return Date().addingTimeInterval(seconds) }
-        if let date = try? Date(text, strategy: .iso8601), abs(date.timeIntervalSinceNow) < 10 * 366 * 86_400 { return date }
-        throw HeraldError(.argumentError, "expected an ISO 8601 time (2026-11-22T10:00:00Z), now, or +10m; got '\(text)'")
     }
 }
 

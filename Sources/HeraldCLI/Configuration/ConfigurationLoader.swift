@@ -297,6 +297,8 @@ struct ConfigurationParser {
         c.campaigns.unsubscribeURL = try await text("campaigns.unsubscribeUrl", c.campaigns.unsubscribeURL) {
             $0.isEmpty || URLComponents(string: $0)?.scheme == "https" ? nil : "expected an https URL"
         }
+        c.campaigns.uploadDirectory = try await text("campaigns.uploadDirectory", c.campaigns.uploadDirectory) { _ in nil }
+        c.campaigns.maxUploadBytes = try await number("campaigns.maxUploadBytes", c.campaigns.maxUploadBytes, in: 1024...1 << 40)
         try await parseDKIM(&c)
         try await parseBounces(&c)
         c.worker.maxRate = Double(try await number("worker.maxRate", Int(c.worker.maxRate), in: 0...1_000_000))

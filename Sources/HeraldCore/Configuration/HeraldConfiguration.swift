@@ -349,6 +349,12 @@ public struct HeraldConfiguration: Sendable {
         /// campaign mail's one-click `List-Unsubscribe` URL (RFC 8058), which gets `?token=<signed per-recipient
         /// token>`; empty for none.
         public var unsubscribeURL = ""
+        /// Where the console keeps the recipients files uploaded to create a campaign (mode 0600, random names) and
+        /// their rejects files (`campaign-<id>.rejects.csv`); empty: `uploads` beside the SQLite ledger
+        /// (`campaignUploadDirectory`).
+        public var uploadDirectory = ""
+        /// Largest recipients file the console takes in one upload; a larger one is answered `413` and not kept.
+        public var maxUploadBytes = 256 * 1024 * 1024
         public init() {}
     }
 
@@ -449,6 +455,13 @@ extension HeraldConfiguration {
         guard tokens.mailKeyFile.isEmpty else { return tokens.mailKeyFile }
         let directory = (database.path as NSString).deletingLastPathComponent
         return directory.isEmpty ? "mail-key" : directory + "/mail-key"
+    }
+
+    /// `campaigns.uploadDirectory`, or `uploads` in the database's directory.
+    public var campaignUploadDirectory: String {
+        guard campaigns.uploadDirectory.isEmpty else { return campaigns.uploadDirectory }
+        let directory = (database.path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "uploads" : directory + "/uploads"
     }
 
     /// `tokens.keyFile`, or `signing-keys.json` in the database's directory.

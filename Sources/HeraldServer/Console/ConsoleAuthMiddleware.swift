@@ -13,6 +13,11 @@ import Hummingbird
 ///
 /// The admin API's bearer token (`AdminCredential`) may `GET` the pages of ``apiReadable``, which answer JSON for
 /// `Accept: application/json`: the console and the API list the same campaigns from the same query.
+///
+/// One route is read as a stream rather than a form: the `multipart/form-data` upload of a new campaign
+/// (`uploadPath`). Its `csrf` field is the form's first part, which the handler reads from the stream and hands to
+/// `ConsoleUploadGate` before it keeps a byte of the file or writes to the ledger; the gate refuses as above. A
+/// multipart `POST` to any other path has no form `csrf` field and is refused.
 struct ConsoleAuthMiddleware: RouterMiddleware {
     let sessions: ConsoleSessions
     /// Where the action log goes.
@@ -46,34 +51,72 @@ struct ConsoleAuthMiddleware: RouterMiddleware {
         guard request.method == .post else {
             return try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
         }
+        let path = request.uri.path
+        if path == Self.uploadPath, ConsoleUpload.boundary(of: request) != nil {
+            return try await upload(request, context: context, session: session, next: next)
+        }
         var request = request
         let form = try await ConsoleForm.read(&request, as: CSRFField.self)
-        guard let presented = form?.csrf, Secret.equal(presented, session.csrf) else {
-            return ConsolePage.message(
-                "Refused", "This form has expired or did not come from the console. Go back, reload the page and try again.",
-                status: .forbidden)
-        }
-        let path = request.uri.path
+        guard let presented = form?.csrf, Secret.equal(presented, session.csrf) else { return Self.expired }
         if path == "\(ConsoleSessions.path)/sign-out" {
             return try await next(request, context)
         }
         if session.readOnly {
-            context.logger.notice(
-                "console: read-only session refused a change", metadata: ["actor": "\(session.actor)", "path": "\(path)"])
-            let refusal = ConsoleAction(
-                at: Date(), actor: session.actorLabel, action: ConsoleActionNotes.action(path: path), detail: "read-only session",
-                result: .refused)
-            await record([refusal], context: context)
-            return ConsolePage.message(
-                "Read only",
-                "This session was signed in with the read-only token: it shows every page and changes nothing. "
-                    + "Sign in with the admin token to do this.", status: .forbidden)
+            return await refuseReadOnly(session, path: path, context: context)
         }
         let notes = ConsoleActionNotes()
         let response = try await ConsoleActionNotes.$current.withValue(notes) {
             try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
         }
         await record(notes.entries(actor: session.actorLabel, path: path, status: response.status), context: context)
+        return response
+    }
+
+    /// The one route whose `POST` is `multipart/form-data`: a new campaign's recipients file.
+    static let uploadPath = "\(ConsoleSessions.path)/campaigns/new"
+
+    /// A form without the session's CSRF token.
+    static var expired: Response {
+        ConsolePage.message(
+            "Refused", "This form has expired or did not come from the console. Go back, reload the page and try again.",
+            status: .forbidden)
+    }
+
+    /// A read-only session's change: refused, and written to the action log.
+    private func refuseReadOnly(_ session: ConsoleSessions.Session, path: String, context: HeraldRequestContext) async -> Response {
+        context.logger.notice(
+            "console: read-only session refused a change", metadata: ["actor": "\(session.actor)", "path": "\(path)"])
+        let refusal = ConsoleAction(
+            at: Date(), actor: session.actorLabel, action: ConsoleActionNotes.action(path: path), detail: "read-only session",
+            result: .refused)
+        await record([refusal], context: context)
+        return ConsolePage.message(
+            "Read only",
+            "This session was signed in with the read-only token: it shows every page and changes nothing. "
+                + "Sign in with the admin token to do this.", status: .forbidden)
+    }
+
+    /// The multipart upload: the handler streams the body and asks the gate with the form's first field; the gate
+    /// refuses a wrong token and a read-only session as a form `POST` is refused. What the handler noted is logged
+    /// as for any `POST`, unless the gate refused it (a read-only refusal is logged by the gate itself).
+    private func upload(
+        _ request: Request, context: HeraldRequestContext, session: ConsoleSessions.Session,
+        next: (Request, HeraldRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let path = request.uri.path
+        let gate = ConsoleUploadGate { presented in
+            guard let presented, Secret.equal(presented, session.csrf) else { return Self.expired }
+            return session.readOnly ? await refuseReadOnly(session, path: path, context: context) : nil
+        }
+        var context = context
+        context.consoleUploadGate = gate
+        let notes = ConsoleActionNotes()
+        let response = try await ConsoleActionNotes.$current.withValue(notes) {
+            try await ConsolePage.$canChange.withValue(session.canChange) { try await next(request, context) }
+        }
+        if gate.admitted {
+            await record(notes.entries(actor: session.actorLabel, path: path, status: response.status), context: context)
+        }
         return response
     }
 

@@ -3,8 +3,9 @@ import HeraldActions
 import HeraldCore
 import Hummingbird
 
-/// `/admin/campaigns`: every campaign with its progress, live rate and ETA, and pause / resume / cancel; as JSON
-/// (`herald campaigns list --format json`'s objects) for `Accept: application/json`, also with the admin API's token.
+/// `/admin/campaigns`: every campaign with its progress, live rate and ETA, and pause / resume / cancel (creating one:
+/// `+NewCampaign`); as JSON (`herald campaigns list --format json`'s objects) for `Accept: application/json`, also
+/// with the admin API's token.
 extension ConsoleController {
     /// What a finished change says on the page it returns to (never text from the request).
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
@@ -30,9 +31,10 @@ extension ConsoleController {
         let id = request.uri.queryParameters["id"].flatMap { Int64(String($0)) }
         let body =
             ConsolePage.notice(done.flatMap { text in id.map { "\(text) \($0)." } })
+            + ConsolePage.changing(#"<p><a id="new-campaign" href="/admin/campaigns/new">New campaign</a></p>"#)
             + ConsolePage.table(
                 id: "campaigns", ["ID", "Name", "Action", "State", "Progress", "Failed", "Rate", "ETA", "Report", ""], rows,
-                empty: "No campaigns yet: create one with herald campaign create.")
+                empty: "No campaigns yet: create one here or with herald campaigns create.")
             + #"<p class="muted">This page refreshes every 10 seconds.</p>"#
         return ConsolePage.response(ConsolePage.html("Campaigns", body, session: session, current: "campaigns", refresh: (10, "/admin/campaigns")))
     }

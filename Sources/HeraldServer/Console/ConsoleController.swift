@@ -4,7 +4,7 @@ import HeraldCore
 import Hummingbird
 import Logging
 
-/// The browser console at `/admin`: signing in and out, and the overview. Campaigns, messages, the audit,
+/// The browser console at `/admin`: signing in and out, and the overview. Campaigns (and creating one), messages, the audit,
 /// templates, suppressions, webhooks and the action log are in the `ConsoleController+…` files. Pages are server-rendered HTML without scripts; every
 /// change is a `POST` form with the session's CSRF token.
 struct ConsoleController: Sendable {
@@ -18,6 +18,8 @@ struct ConsoleController: Sendable {
     let sessions: ConsoleSessions
     /// The admin API's bearer token, for the pages it may read (`ConsoleAuthMiddleware.apiReadable`).
     let api: AdminCredential
+    /// Where and how large a new campaign's recipients file may be kept.
+    let upload: ConsoleUpload
 
     init(
         configuration: HeraldConfiguration, console: ConsoleService, campaigns: CampaignsService, reports: ReportsService,
@@ -32,6 +34,8 @@ struct ConsoleController: Sendable {
         self.adminToken = adminToken
         sessions = ConsoleSessions(configuration.server)
         api = AdminCredential(configuration.server, check: adminToken)
+        upload = ConsoleUpload(
+            directory: configuration.campaignUploadDirectory, maxFileBytes: configuration.campaigns.maxUploadBytes)
     }
 
     /// Routes under `/admin`.
@@ -43,6 +47,10 @@ struct ConsoleController: Sendable {
         pages.get(use: overview)
         pages.post("sign-out", use: signOut)
         pages.get("campaigns", use: campaigns)
+        pages.get("campaigns/new", use: newCampaignForm)
+        pages.post("campaigns/new", use: createCampaign)
+        pages.get("campaigns/:id/review", use: reviewCampaign)
+        pages.get("campaigns/:id/rejects.csv", use: campaignRejects)
         for verb in CampaignChange.allCases {
             pages.post("campaigns/:id/\(verb.rawValue)") { request, context in try await changeCampaign(request, context: context, verb) }
         }

@@ -16,6 +16,9 @@ struct HeraldRequestContext: RequestContext, RemoteAddressRequestContext {
     var maxUploadSize = 64 * 1024
     /// The console's signed-in browser (`ConsoleAuthMiddleware`).
     var consoleSession: ConsoleSessions.Session?
+    /// The CSRF check of the console's one multipart form, which its handler makes on the form's first field
+    /// (`ConsoleAuthMiddleware`, `ConsoleUpload`).
+    var consoleUploadGate: ConsoleUploadGate?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
