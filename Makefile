@@ -3,8 +3,9 @@ SHELL := /bin/bash
 SWIFT ?= swift
 PYTHON ?= python3
 BENCH_N ?= 20000
+BENCH_SCALE_STEPS ?= 2
 
-.PHONY: demo test test-run deps build bench docs format lint clean
+.PHONY: demo test test-run deps build bench bench-scale docs format lint clean
 
 ## Run Herald's main job on the embedded defaults (SQLite + a local capture SMTP server). Installs and builds only
 ## what the demo runs (`make test` builds the rest).
@@ -39,6 +40,14 @@ bench:
 	$(SWIFT) build -c release --product herald
 	HERALD_POSTGRES_DURABLE=1 scripts/with-postgres.sh $(PYTHON) scripts/bench.py --herald .build/release/herald -n $(BENCH_N)
 	$(PYTHON) scripts/soak-headers.py --herald .build/release/herald --count 15000
+
+## What the ledger's size costs: a SQLite ledger grown by campaigns of 1,000,000 rows (BENCH_SCALE_STEPS of them)
+## drained to smtp-sink, with /metrics, the console's overview, the campaign list and report and the audit timed at
+## each size, and the bytes each message takes; not a test.
+bench-scale:
+	scripts/install-deps.sh bench
+	$(SWIFT) build -c release --product herald
+	$(PYTHON) scripts/bench-scale.py --herald .build/release/herald --steps $(BENCH_SCALE_STEPS)
 
 ## The documentation site: the reference pages generated from the code (scripts/docs.py: configuration keys, the CLI's
 ## --help from .build/debug/herald when it is built, the OpenAPI document, error codes), then `mkdocs build --strict`

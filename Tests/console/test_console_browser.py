@@ -247,7 +247,8 @@ def console_pages(ledger) -> list:
     delivered = ledger.delivered("widthsmessage-with-a-rather-long-local-part", 1)
     campaign = ledger.campaign("widthscamp", 2)
     return [
-        "/admin/sign-in", "/admin/", "/admin/campaigns", f"/admin/campaigns/{campaign.id}", "/admin/messages",
+        "/admin/sign-in", "/admin/", "/admin/?window=24h", "/admin/campaigns", f"/admin/campaigns/{campaign.id}",
+        "/admin/campaigns/new", f"/admin/campaigns/{campaign.id}/review", "/admin/messages",
         f"/admin/messages/{delivered.ids[0]}", f"/admin/messages?email={delivered.email}", "/admin/audit/search",
         "/admin/templates", "/admin/templates/reset-password/en", "/admin/templates/reset-password/fa",
         SUPPRESSIONS, f"{SUPPRESSIONS}?email={delivered.email}", "/admin/console/webhooks", "/admin/console/activity",

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""`make bench-scale`: what the ledger's size costs, grown by real campaigns.
+
+A SQLite ledger grows by campaigns of --step rows (a CSV imported with `herald campaigns create`, then drained to
+Postfix's smtp-sink with `herald worker --until-empty --concurrency 4`). Before the first campaign and after each,
+`herald serve --no-worker` on that ledger is asked, each --probes times (medians reported):
+  GET /metrics (the ledger's gauges read at every scrape), the console's overview (signed in), the campaign list as
+  JSON (GET /admin/campaigns), the newest campaign's report, and the audit of one address,
+and the file's bytes per message are read. Each campaign also reports its end-to-end time (CSV to all sent), its
+import and send rates, and the worker's CPU per message.
+
+Not a test: nothing here asserts. Not yet here (issue #45): pruning, and 10 million rows by default (pass --steps 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+TOKEN = "scale-bench-admin-token-0123456789abcdef"
+CONFIG = str(REPO / "config/herald.yaml")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    sys.exit(f"bench-scale: nothing listened on port {port} within {timeout}s")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list, env: dict) -> float:
+    """Runs a command to its end; returns its wall seconds."""
+    started = time.monotonic()
+    argv = [*argv, "--config", CONFIG]
+    result = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=3600)
+    if result.returncode != 0:
+        sys.exit(f"bench-scale: {' '.join(map(str, argv[:3]))} failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+    return time.monotonic() - started
+
+
+def grow(herald: str, env: dict, work: Path, index: int, rows: int, offset: int) -> str:
+    csv_path = work / f"campaign{index}.csv"
+    with csv_path.open("w") as out:
+        out.write("email,display_name,locale\n")
+        for i in range(offset, offset + rows):
+            out.write(f"user{i}@example.com,User {i},{'pl' if i % 3 == 0 else 'en'}\n")
+    import_seconds = run([herald, "campaigns", "create", f"scale-{index}", "--action", "verify-email",
+                          "--recipients", str(csv_path)], env)
+    csv_path.unlink()
+    cpu_before = children_cpu()
+    send_seconds = run([herald, "worker", "--until-empty", "--concurrency", "4"], env)
+    cpu = children_cpu() - cpu_before
+    return (f"campaign {index}: {rows:,} rows CSV to all sent in {import_seconds + send_seconds:,.1f} s "
+            f"(import {rows / import_seconds:,.0f} rows/s, send {rows / send_seconds:,.0f} msg/s, "
+            f"worker CPU {cpu / rows * 1e6:.0f} µs/msg)")
+
+
+def console_cookie(base: str) -> str:
+    form = requests.get(f"{base}/admin/sign-in", timeout=30)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+    signin_cookie = form.headers["Set-Cookie"].split(";", 1)[0]
+    answer = requests.post(f"{base}/admin/sign-in", data={"token": TOKEN, "csrf": csrf}, headers={"Cookie": signin_cookie},
+                           allow_redirects=False, timeout=30)
+    return answer.headers["Set-Cookie"].split(";", 1)[0]
+
+
+def timed(probes: int, call) -> float:
+    """Median milliseconds of `probes` calls, after one unmeasured call."""
+    call()
+    times = []
+    for _ in range(probes):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def measure(herald: str, env: dict, database: Path, probes: int, audit_email: str) -> dict:
+    port = free_port()
+    server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port)}
+    server = subprocess.Popen([herald, "serve", "--no-worker", "--config", CONFIG], env=server_env, cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        base = f"http://127.0.0.1:{port}"
+        bearer = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+        cookie = {"Cookie": console_cookie(base)}
+
+        def get(path: str, headers: dict) -> requests.Response:
+            answer = requests.get(base + path, headers=headers, timeout=600)
+            if answer.status_code != 200:
+                sys.exit(f"bench-scale: GET {path} answered {answer.status_code}: {answer.text[:300]}")
+            return answer
+
+        campaigns = get("/admin/campaigns", bearer).json()
+        figures = {
+            "/metrics": timed(probes, lambda: get("/metrics", {})),
+            "overview": timed(probes, lambda: get("/admin/", cookie)),
+            "campaign list": timed(probes, lambda: get("/admin/campaigns", bearer)),
+        }
+        if campaigns:
+            newest = campaigns[0]["id"]
+            figures["campaign report"] = timed(max(1, probes // 4), lambda: get(f"/admin/campaigns/{newest}", bearer))
+        figures["audit by address"] = timed(probes, lambda: get(f"/admin/audit?email={audit_email}", bearer))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        messages = db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+    figures["messages"] = messages
+    figures["bytes per message"] = database.stat().st_size / messages if messages else 0
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
+    parser.add_argument("--step", type=int, default=1_000_000, help="rows per campaign")
+    parser.add_argument("--steps", type=int, default=2, help="campaigns (the ledger ends with step x steps messages)")
+    parser.add_argument("--probes", type=int, default=20, help="requests per figure (the report: a quarter of them)")
+    parser.add_argument("--config", default=str(REPO / "config/herald.yaml"), help="the configuration file every command reads")
+    args = parser.parse_args()
+    sink_path = shutil.which("smtp-sink") or "/usr/sbin/smtp-sink"
+    if not Path(sink_path).exists():
+        sys.exit("bench-scale: smtp-sink not found; install Debian's postfix (scripts/install-deps.sh bench)")
+
+    work = Path(tempfile.mkdtemp(prefix="herald-scale-"))
+    port = free_port()
+    sink = subprocess.Popen([sink_path] + (["-u", "nobody"] if os.geteuid() == 0 else []) + [f"127.0.0.1:{port}", "1000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    database = work / "scale.sqlite"
+    global CONFIG
+    CONFIG = args.config
+    env = {**os.environ, "HERALD_SMTP_URL": f"smtp://127.0.0.1:{port}/herald.bench", "HERALD_LOG_LEVEL": "warning",
+           "HERALD_WORKER_BATCH_SIZE": "200", "HERALD_ACCOUNTS_OWNER": "app", "HERALD_DATABASE_PATH": str(database),
+           "HERALD_SERVER_ADMIN_TOKEN": TOKEN, "HERALD_SERVER_METRICS_GAUGE_INTERVAL": "0s"}
+    rows = []
+    try:
+        wait_for_port(port)
+        rows.append(measure(args.herald, env, database, args.probes, "user0@example.com"))
+        print(f"empty ledger: {rows[-1]}", flush=True)
+        for index in range(1, args.steps + 1):
+            print(grow(args.herald, env, work, index, args.step, (index - 1) * args.step), flush=True)
+            rows.append(measure(args.herald, env, database, args.probes, "user0@example.com"))
+            print(f"after campaign {index}: {rows[-1]}", flush=True)
+    finally:
+        sink.terminate()
+        sink.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+
+    names = ["/metrics", "overview", "campaign list", "campaign report", "audit by address"]
+    print("\nmedian milliseconds per request, by ledger size")
+    print(f"{'messages':>12} | " + " | ".join(f"{name:>16}" for name in names) + " | bytes/message")
+    for row in rows:
+        cells = [f"{row[name]:>13.1f} ms" if name in row else f"{'-':>16}" for name in names]
+        print(f"{row['messages']:>12,} | " + " | ".join(cells) + f" | {row['bytes per message']:>13,.0f}")
+
+
+if __name__ == "__main__":
+    main()
