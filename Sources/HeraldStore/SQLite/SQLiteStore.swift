@@ -50,6 +50,11 @@ public final class SQLiteStore: HeraldStore {
             // log is not shrunk and regrown between two of them. (1,000 and 4 MiB: 9 % slower in a bulk insert.)
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 8000")
             try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
+            // The writer's statement journals in memory: an outbox insert that may do nothing on conflict fires the
+            // tallies' trigger, so SQLite keeps a statement journal for it, written to a temporary file by default
+            // (about 21 pwrite calls a row: queueing 20,000 rows fell from about 16,000 to 10,000 a second; 12,000 in
+            // memory). Readers keep their big sorts (reports, audits) in temporary files, not in memory.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         }
         do {
             let base = try LedgerPool.translating(opening: true) { try DatabasePool(path: path, configuration: configuration) }
