@@ -5,8 +5,9 @@ import Logging
 import Synchronization
 
 /// The worker process's presence in the ledger, on its own thread: registers it, beats its
-/// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, folds the outbox tallies
-/// (PostgreSQL) and prunes link events and abuse counters past `ledger.eventRetention` (at start, then hourly).
+/// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, folds the outbox tallies and
+/// rollups (PostgreSQL), and prunes the per-minute rollups past two days and link events and abuse counters past
+/// `ledger.eventRetention` (at start, then hourly).
 ///
 /// A worker on this host is judged by its process alone: gone is dead, running is alive however long it has been
 /// paused. One on another host is dead once its heartbeat is older than `worker.heartbeatTimeout` by the ledger's
@@ -185,12 +186,15 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    /// Deletes what `ledger.eventRetention` no longer keeps, once an hour.
+    /// Deletes the per-minute rollups older than two days and what `ledger.eventRetention` no longer keeps, once an
+    /// hour.
     private func prune() {
         let now = Date()
-        guard eventRetention > 0, now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
+        guard now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
         lastPrune = now
         do {
+            try store.pruneRollups(now: now)
+            guard eventRetention > 0 else { return }
             let deleted = try store.pruneEvents(before: now.addingTimeInterval(-eventRetention))
             if deleted > 0 { logger.info("pruned \(deleted) ledger events older than the retention", metadata: ["events": "\(deleted)"]) }
         } catch {

@@ -6,10 +6,12 @@ import Testing
 @testable import HeraldStore
 
 /// The outbox tallies (migration v29) that the metrics, the overview and the campaign lists read instead of counting
-/// the outbox: after random workloads, and after transactions that fail half-way, they equal a full recount, on both
-/// engines (PostgreSQL's deltas folded at random points, and not folded).
+/// the outbox, and the rollups (v30) the overview's charts, the live rates and the reports read instead of the
+/// attempts, link events and codes: after random workloads, and after transactions that fail half-way, they equal a
+/// full recount, on both engines (PostgreSQL's deltas folded at random points, and not folded).
 @Suite struct OutboxTallyTests {
     let scratch = ScratchDirectory()
+    static let visitor = Visitor(ip: "192.0.2.1", userAgent: "tests")
 
     /// `outbox`'s rows counted one by one, as `outboxCounts` reported them before the tallies.
     static func recount(_ store: any HeraldStore) throws -> [OutboxCount] {
@@ -40,6 +42,14 @@ import Testing
                             SELECT id FROM outbox WHERE state = 'queued' AND id NOT IN (SELECT outbox_id FROM action_codes) LIMIT 1)
                         """, [])
                     _ = try db.execute("UPDATE outbox SET state = 'sending' WHERE state IN ('queued', 'deferred')", [])
+                    _ = try db.execute(
+                        """
+                        INSERT INTO delivery_attempts (outbox_id, attempt, started_at, finished_at, outcome, reply_code)
+                        SELECT id, 1, queued_at, queued_at, 'sent', 250 FROM outbox WHERE campaign_id IS NOT NULL
+                        """, [])
+                    _ = try db.execute("UPDATE outbox SET attempts = attempts + 1, last_reply_code = 421 WHERE campaign_id IS NOT NULL", [])
+                    _ = try db.execute("INSERT INTO link_events (code_id, kind, at) SELECT id, 'click', created_at FROM action_codes", [])
+                    _ = try db.execute("UPDATE action_codes SET redeemed_at = created_at WHERE redeemed_at IS NULL", [])
                     throw Crash()
                 }
             } catch is Crash {}
@@ -56,6 +66,29 @@ import Testing
         #expect(try store.stateCounts() == byState, "state counts after \(step)")
         let pending = [OutboxState.queued, .deferred, .sending].reduce(0) { $0 + (byState[$1] ?? 0) }
         #expect(try store.queueStatus().pending == pending, "pending after \(step)")
+        try expectRollupAgreement(store, step)
+    }
+
+    /// What the rollups' readers answer, against the queries they replaced.
+    func expectRollupAgreement(_ store: any HeraldStore, _ step: String) throws {
+        let recount = try RollupRecount(store)
+        let epoch = Date(milliseconds: 0)
+        let sends = try store.sendActivity(since: epoch, bucketSeconds: 60)
+        #expect(
+            Set(sends.map { "\($0.bucket.milliseconds) \($0.outcome) \($0.replyClass) \($0.count)" }) == recount.attempts, "attempts after \(step)")
+        let links = try store.linkActivity(since: epoch, bucketSeconds: 60)
+        #expect(Set(links.map { "\($0.bucket.milliseconds) \($0.kind) \($0.count)" }) == recount.links, "link events after \(step)")
+        #expect(try store.campaignSends(since: recount.lastMinute) == recount.campaignSends, "campaign sends after \(step)")
+        for campaign in recount.campaigns {
+            let report = try store.report(campaign: campaign, now: recount.lastMinute)
+            let expected = try #require(recount.reports[campaign])
+            #expect(report.replyCodes == expected.replyCodes, "campaign \(campaign)'s replies after \(step)")
+            #expect(report.clicked == expected.clicked, "campaign \(campaign)'s clicks after \(step)")
+            #expect(report.redeemed == expected.redeemed, "campaign \(campaign)'s redemptions after \(step)")
+            #expect(report.timeToRedeem == expected.timeToRedeem, "campaign \(campaign)'s time to redeem after \(step)")
+            #expect(report.funnel.reduce(0) { $0 + $1.sent } == expected.sent, "campaign \(campaign)'s funnel after \(step)")
+            #expect(report.funnel.reduce(0) { $0 + $1.redeemed } == expected.redeemed, "campaign \(campaign)'s funnel after \(step)")
+        }
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -66,14 +99,15 @@ import Testing
         var now = Date(milliseconds: Date().milliseconds)
         var campaigns: [Campaign] = []
         var claimed: [ClaimedMessage] = []
+        var recorded: [ClaimedMessage] = []
         var serial = 0
         func address() -> String {
             serial += 1
             return "t\(serial)@example.com"
         }
-        for step in 0..<60 {
+        for step in 0..<80 {
             now = now.addingTimeInterval(1)
-            let choice = Int.random(in: 0..<10, using: &random)
+            let choice = Int.random(in: 0..<12, using: &random)
             let what: String
             switch choice {
             case 0, 1:
@@ -104,6 +138,7 @@ import Testing
                         default: Fixture.sent(at: now)
                         }
                     try store.record(message, record, policy: policy)
+                    if record.outcome == "sent" { recorded.append(message) }
                 }
                 what = "record"
             case 7:
@@ -115,6 +150,21 @@ import Testing
                 }
                 _ = try store.cancel(RequeueFilter(states: [.deferred], all: true), actor: "test", dryRun: false, now: now)
                 what = "cancel"
+            case 9, 10:
+                // Mostly campaign mail: the reports' rollups count only theirs.
+                let campaignMail = recorded.filter { $0.message.campaignID != nil }
+                let pool = campaignMail.isEmpty || Int.random(in: 0..<4, using: &random) == 0 ? recorded : campaignMail
+                for message in pool.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random)) {
+                    let later = now.addingTimeInterval(Double(Int.random(in: 0...5000, using: &random)) / 1000)
+                    if let code = try store.code(message.code.plaintext) {
+                        try store.recordLinkEvent(codeID: code.id, kind: .click, visitor: Self.visitor, detail: nil, now: later)
+                    }
+                    if Bool.random(using: &random) {
+                        // A second redemption of one message is refused, and counts nothing.
+                        _ = try? store.consume(message.code.plaintext, expecting: Set(ActionKind.allCases), visitor: Self.visitor, now: later)
+                    }
+                }
+                what = "clicks and redemptions"
             default:
                 try Self.failHalfway(store)
                 what = "a transaction that failed half-way"
@@ -122,6 +172,23 @@ import Testing
             if kind == .postgres, Bool.random(using: &random) { try store.foldTallies() }
             try expectAgreement(store, "step \(step): \(what)")
         }
+        // A tail that surely reaches the campaigns' rollups: what is claimable sent, its campaign mail clicked and
+        // every other one redeemed.
+        claimed += try store.claim(Fixture.policy { $0.worker.batchSize = 500 }, now: now)
+        for (index, message) in claimed.enumerated() {
+            try store.record(message, Fixture.sent(at: now), policy: policy)
+            guard message.message.campaignID != nil, let code = try store.code(message.code.plaintext) else { continue }
+            try store.recordLinkEvent(codeID: code.id, kind: .click, visitor: Self.visitor, detail: nil, now: now)
+            if index.isMultiple(of: 2) {
+                _ = try store.consume(
+                    message.code.plaintext, expecting: Set(ActionKind.allCases), visitor: Self.visitor,
+                    now: now.addingTimeInterval(Double(index) * 1.5))
+            }
+        }
+        claimed = []
+        try expectAgreement(store, "the tail")
+        let exercised = try RollupRecount(store).reports.values
+        #expect(exercised.contains { $0.clicked > 0 } && exercised.contains { $0.timeToRedeem != nil }, "the workload clicked and redeemed")
         try store.release(claimed)
         try expectAgreement(store, "release")
         try store.foldTallies()
@@ -132,6 +199,29 @@ import Testing
             for count in recount { byState[count.state, default: 0] += count.count }
             #expect(try store.counts(campaign: campaign.id) == byState, "campaign \(campaign.id)")
         }
+    }
+
+    /// The per-minute rollups serve the overview's last day and go after two days; a campaign's stay with its report.
+    @Test(arguments: StoreKind.allCases)
+    func minuteRollupsArePrunedAfterTwoDaysWhileCampaignsKeepTheirs(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let then = Date(milliseconds: Date().milliseconds).addingTimeInterval(-3 * 86_400)
+        let campaign = try Fixture.campaign("old", now: then, in: store)
+        _ = try Fixture.add(["old@example.com"], to: campaign, now: then, in: store)
+        let policy = Fixture.policy()
+        let claimed = try store.claim(policy, now: then)
+        try store.record(claimed[0], Fixture.sent(at: then), policy: policy)
+        let recent = then.addingTimeInterval(2 * 86_400)
+        _ = try store.enqueue(Fixture.request(.resetPassword, "new@example.com"), messageDomain: Fixture.messageDomain, throttle: nil, now: recent)
+        try store.record(try store.claim(policy, now: recent)[0], Fixture.failed(at: recent), policy: policy)
+        try store.foldTallies()
+        #expect(try store.sendActivity(since: then, bucketSeconds: 60).map(\.outcome) == ["sent", "failed"])
+
+        try store.pruneRollups(now: then.addingTimeInterval(3 * 86_400))
+        #expect(try store.sendActivity(since: then, bucketSeconds: 60).map(\.outcome) == ["failed"])
+        let report = try store.report(campaign: campaign.id, now: recent)
+        #expect(report.funnel.reduce(0) { $0 + $1.sent } == 1)
+        #expect(report.replyCodes == ["250": 1])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -145,7 +235,8 @@ import Testing
             try engine.write { db in
                 _ = try db.execute("DELETE FROM outbox_tallies", [])
                 if kind == .postgres { _ = try db.execute("DELETE FROM outbox_tally_deltas", []) }
-                let backfill = try #require(LedgerMigration.all.last.flatMap { kind == .postgres ? $0.postgres : $0.sqlite })
+                let backfill = try #require(
+                    LedgerMigration.all.compactMap { kind == .postgres ? $0.postgres : $0.sqlite }.first { $0.name == "v29: outbox tallies" })
                 let insert = try #require(backfill.statements.first { $0.contains("INSERT INTO outbox_tallies") })
                 _ = try db.execute(insert, [])
             }
@@ -153,5 +244,101 @@ import Testing
         if let sqlite = store as? SQLiteStore { try rebuild(sqlite) } else { try rebuild(try #require(store as? PostgresStore)) }
         #expect(try store.stateCounts() == [.queued: 5])
         try expectAgreement(store, "the backfill")
+    }
+}
+
+/// The answers the rollups replaced, counted from the rows as the readers did before migration v30.
+struct RollupRecount {
+    struct Report {
+        var replyCodes: [String: Int] = [:]
+        var clicked = 0
+        var redeemed = 0
+        var sent = 0
+        var timeToRedeem: CampaignReport.Percentiles?
+    }
+    var attempts: Set<String> = []
+    var links: Set<String> = []
+    var lastMinute = Date()
+    var campaignSends: [Int64: Int] = [:]
+    var campaigns: [Int64] = []
+    var reports: [Int64: Report] = [:]
+
+    init(_ store: any HeraldStore) throws {
+        if let sqlite = store as? SQLiteStore { try count(sqlite) } else { try count(try #require(store as? PostgresStore)) }
+    }
+
+    /// Milliseconds rounded down to three significant digits, as the rollups keep delays.
+    static func threeDigits(_ value: Int64) -> Int64 {
+        var unit: Int64 = 1
+        while value / unit >= 1000 { unit *= 10 }
+        return value / unit * unit
+    }
+
+    private mutating func count<Engine: LedgerEngine>(_ engine: Engine) throws {
+        try engine.read { db in
+            for row in try db.rows(
+                """
+                SELECT finished_at / 60000 * 60000 AS minute, outcome,
+                       CASE WHEN reply_code IS NULL THEN 'connection' ELSE CAST(reply_code / 100 AS TEXT) || 'xx' END AS class, COUNT(*) AS n
+                FROM delivery_attempts GROUP BY 1, 2, 3
+                """, [])
+            {
+                attempts.insert("\(row["minute"] as Int64) \(row["outcome"] as String) \(row["class"] as String) \(row["n"] as Int)")
+            }
+            for row in try db.rows(
+                "SELECT at / 60000 * 60000 AS minute, kind, COUNT(*) AS n FROM link_events WHERE kind IN ('click','redeemed') GROUP BY 1, 2", [])
+            {
+                links.insert("\(row["minute"] as Int64) \(row["kind"] as String) \(row["n"] as Int)")
+            }
+            let last = try db.value("SELECT MAX(finished_at) FROM delivery_attempts", [], as: Int64.self) ?? 0
+            lastMinute = Date(milliseconds: last - 30_500)
+            let from = (lastMinute.milliseconds + 999) / 1000 * 1000
+            for row in try db.rows(
+                """
+                SELECT o.campaign_id AS campaign, COUNT(*) AS n FROM delivery_attempts a JOIN outbox o ON o.id = a.outbox_id
+                WHERE a.finished_at >= ? AND a.outcome = 'sent' AND o.campaign_id IS NOT NULL GROUP BY o.campaign_id
+                """, [from])
+            {
+                campaignSends[row["campaign"] as Int64] = row["n"] as Int
+            }
+            campaigns = try db.column("SELECT id FROM campaigns ORDER BY id", [], as: Int64.self)
+            for id in campaigns {
+                var report = Report()
+                for row in try db.rows(
+                    """
+                    SELECT COALESCE(CAST(last_reply_code AS TEXT), 'none') AS code, COUNT(*) AS n FROM outbox
+                    WHERE campaign_id = ? AND attempts > 0 GROUP BY 1
+                    """, [id])
+                {
+                    report.replyCodes[row["code"] as String] = row["n"] as Int
+                }
+                report.clicked =
+                    try db.value(
+                        """
+                        SELECT COUNT(DISTINCT c.outbox_id) FROM link_events e JOIN action_codes c ON c.id = e.code_id
+                        JOIN outbox o ON o.id = c.outbox_id WHERE o.campaign_id = ? AND e.kind = 'click'
+                        """, [id], as: Int.self) ?? 0
+                report.redeemed =
+                    try db.value(
+                        """
+                        SELECT COUNT(DISTINCT o.id) FROM action_codes c JOIN outbox o ON o.id = c.outbox_id
+                        WHERE o.campaign_id = ? AND c.redeemed_at IS NOT NULL
+                        """, [id], as: Int.self) ?? 0
+                report.sent = try db.value("SELECT COUNT(*) FROM outbox WHERE campaign_id = ? AND sent_at IS NOT NULL", [id], as: Int.self) ?? 0
+                let delays = try db.column(
+                    """
+                    SELECT MIN(c.redeemed_at) - o.sent_at FROM action_codes c JOIN outbox o ON o.id = c.outbox_id
+                    WHERE o.campaign_id = ? AND c.redeemed_at IS NOT NULL AND o.sent_at IS NOT NULL GROUP BY o.id, o.sent_at ORDER BY 1
+                    """, [id], as: Int64.self
+                ).map(Self.threeDigits)
+                if !delays.isEmpty {
+                    func rank(_ p: Double) -> Double {
+                        Double(delays[min(delays.count - 1, max(0, Int((p * Double(delays.count)).rounded(.up)) - 1))]) / 1000
+                    }
+                    report.timeToRedeem = .init(p50: rank(0.5), p90: rank(0.9), p99: rank(0.99))
+                }
+                reports[id] = report
+            }
+        }
     }
 }

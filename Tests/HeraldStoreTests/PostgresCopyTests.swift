@@ -62,6 +62,27 @@ struct PostgresCopyTests {
         #expect(try postgres.messages().count == 9)
     }
 
+    /// Copied codes arrive redeemed and copied messages attempted, past the triggers that keep the rollups as
+    /// things happen: the copy makes the rollups again, so reports and charts read the same on both.
+    @Test func aCopiedLedgerKeepsItsCampaignReportsAndCharts() throws {
+        let sqlite = try SQLiteStore(path: scratch.path("reports.sqlite"))
+        let ledger = LedgerQueriesTests()
+        let now = ledger.now
+        let (campaign, _, _) = try ledger.ledgerWithACampaign(sqlite)
+
+        let postgres = try #require(try StoreKind.postgres.makeStore(in: scratch, name: "reports") as? PostgresStore)
+        _ = try postgres.copy(fromSQLite: scratch.path("reports.sqlite"))
+        let before = try sqlite.report(campaign: campaign.id, now: now)
+        let after = try postgres.report(campaign: campaign.id, now: now)
+        #expect(after.replyCodes == ["250": 1, "550": 1] && after.replyCodes == before.replyCodes)
+        #expect(after.clicked == 1 && after.redeemed == 1 && after.sent == 1)
+        #expect(after.timeToRedeem?.p50 == 90 && after.timeToRedeem == before.timeToRedeem)
+        #expect(after.funnel == before.funnel)
+        #expect(try postgres.sendActivity(since: now, bucketSeconds: 300) == sqlite.sendActivity(since: now, bucketSeconds: 300))
+        #expect(try postgres.linkActivity(since: now, bucketSeconds: 300) == sqlite.linkActivity(since: now, bucketSeconds: 300))
+        try OutboxTallyTests().expectRollupAgreement(postgres, "the copy")
+    }
+
     @Test func aSQLiteColumnThePostgreSQLLedgerLacksStopsTheCopyBeforeAnythingIsLost() throws {
         let path = scratch.path("newer.sqlite")
         let sqlite = try SQLiteStore(path: path)

@@ -16,7 +16,8 @@ import Testing
         // host, whose workers pace themselves in memory.
         // The outbox tallies' deltas, appended by statement triggers so that concurrent writers never wait on one
         // tally row, and folded into `outbox_tallies` by the workers. SQLite's triggers update the tallies in place.
-        .postgres: ["rate_slots", "outbox_tally_deltas"]
+        // The rollups' deltas likewise (`rollup_deltas`, folded into `rollups`).
+        .postgres: ["rate_slots", "outbox_tally_deltas", "rollup_deltas"]
     ]
 
     /// Column types, as the engines spell the same one (`LedgerMigration`'s documentation).

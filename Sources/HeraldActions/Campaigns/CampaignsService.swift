@@ -172,7 +172,8 @@ extension CampaignsService {
 
     /// Every campaign with its progress, newest first: what the console, the CLI and the admin API show.
     public func campaigns(now: Date = Date()) throws -> [CampaignProgress] {
-        try store.campaigns().map { campaign in CampaignProgress(campaign, counts: try store.counts(campaign: campaign.id), now: now) }
+        let counts = try store.campaignCounts()
+        return try store.campaigns().map { CampaignProgress($0, counts: counts[$0.id] ?? [:], now: now) }
             .sorted { $0.campaign.id > $1.campaign.id }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// A campaign's numbers, all computed from the ledger.
 public struct CampaignReport: Sendable {
-    public struct Percentiles: Sendable {
+    public struct Percentiles: Sendable, Hashable {
         public let p50: Double
         public let p90: Double
         public let p99: Double
@@ -14,7 +14,7 @@ public struct CampaignReport: Sendable {
         }
     }
 
-    public struct Bucket: Sendable {
+    public struct Bucket: Sendable, Hashable {
         public let start: Date
         public let sent: Int
         public let redeemed: Int

@@ -11,6 +11,7 @@ extension ConsoleController {
     static let campaignNotices = ["paused": "Paused campaign", "resumed": "Resumed campaign", "cancelled": "Cancelled campaign"]
 
     @Sendable func campaigns(_ request: Request, context: HeraldRequestContext) async throws -> Response {
+        let wantsJSON = (request.headers[.accept] ?? "").contains("application/json")
         let list: [CampaignProgress]
         let paces: [Int64: CampaignPace]
         do {
@@ -18,11 +19,14 @@ extension ConsoleController {
                 let list = try campaigns.campaigns()
                 return (list, try campaigns.paces(list))
             }
+        } catch let error as HeraldError where wantsJSON {
+            // The admin API's answer: Firebase's envelope, a 503 while the ledger is unavailable.
+            throw FirebaseError(error)
         } catch {
-            if (request.headers[.accept] ?? "").contains("application/json") { throw error }
+            if wantsJSON { throw error }
             return failure(error, "Campaigns", context: context)
         }
-        if (request.headers[.accept] ?? "").contains("application/json") {
+        if wantsJSON {
             return try FirebaseJSONEncoder.response(list.map { CampaignJSON(progress: $0, pace: paces[$0.campaign.id]) })
         }
         let session = context.consoleSession

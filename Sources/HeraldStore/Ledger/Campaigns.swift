@@ -93,21 +93,13 @@ extension LedgerEngine {
         }
     }
 
-    public func campaignSends(since: Date) throws -> [Int64: Int] {
-        let since = since.milliseconds
-        return try read { db in
-            let first = try Self.firstRow(of: "delivery_attempts", at: "finished_at", since: since, db)
-            var sends: [Int64: Int] = [:]
-            for row in try db.rows(
-                """
-                SELECT o.campaign_id AS campaign, COUNT(*) AS n FROM delivery_attempts a JOIN outbox o ON o.id = a.outbox_id
-                WHERE a.id >= :first AND a.finished_at >= :since AND a.outcome = 'sent' AND o.campaign_id IS NOT NULL
-                GROUP BY o.campaign_id
-                """, ["first": first, "since": since])
-            {
-                sends[row["campaign"] as Int64] = row["n"] as Int
+    public func campaignCounts() throws -> [Int64: [OutboxState: Int]] {
+        try read { db in
+            var counts: [Int64: [OutboxState: Int]] = [:]
+            for tally in try Self.tallies(db) where tally.campaign != 0 {
+                if let state = OutboxState(rawValue: tally.state) { counts[tally.campaign, default: [:]][state, default: 0] += tally.count }
             }
-            return sends
+            return counts
         }
     }
 

@@ -53,46 +53,6 @@ extension LedgerEngine {
         }
     }
 
-    public func sendActivity(since: Date, bucketSeconds: TimeInterval) throws -> [SendActivity] {
-        let bucket = Int64(bucketSeconds * 1000)
-        let since = since.milliseconds
-        return try read { db in
-            let first = try Self.firstRow(of: "delivery_attempts", at: "finished_at", since: since, db)
-            let dialect = db.dialect
-            return try db.rows(
-                """
-                SELECT finished_at / \(dialect.parameter("bucket", .bigint)) AS bucket, outcome,
-                       CASE WHEN reply_code IS NULL THEN 'connection' ELSE \(dialect.text("reply_code / 100")) || 'xx' END AS class,
-                       COUNT(*) AS n
-                FROM delivery_attempts WHERE id >= :first AND finished_at >= :since
-                GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-                """,
-                ["bucket": bucket, "first": first, "since": since]
-            ).map { row in
-                SendActivity(
-                    bucket: Date(milliseconds: (row["bucket"] as Int64) * bucket), outcome: row["outcome"] as String,
-                    replyClass: row["class"] as String, count: row["n"] as Int)
-            }
-        }
-    }
-
-    public func linkActivity(since: Date, bucketSeconds: TimeInterval) throws -> [LinkActivity] {
-        let bucket = Int64(bucketSeconds * 1000)
-        return try read { db in
-            try db.rows(
-                """
-                SELECT at / \(db.dialect.parameter("bucket", .bigint)) AS bucket, kind, COUNT(*) AS n
-                FROM link_events WHERE at >= :since AND kind IN ('click','redeemed')
-                GROUP BY 1, 2 ORDER BY 1, 2
-                """,
-                ["bucket": bucket, "since": since.milliseconds]
-            ).map { row in
-                LinkActivity(
-                    bucket: Date(milliseconds: (row["bucket"] as Int64) * bucket), kind: row["kind"] as String, count: row["n"] as Int)
-            }
-        }
-    }
-
     public func feedbackCounts(since: Date) throws -> [MailFeedback.Kind: Int] {
         let since = since.milliseconds
         return try read { db in

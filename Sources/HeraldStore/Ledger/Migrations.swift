@@ -1100,5 +1100,6 @@ extension LedgerMigration {
                 FOR EACH STATEMENT EXECUTE FUNCTION outbox_tally_delete()
                 """,
             ]),
+        LedgerRollups.migration,
     ]
 }

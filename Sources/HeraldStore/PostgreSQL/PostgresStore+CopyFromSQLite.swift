@@ -107,6 +107,11 @@ extension PostgresStore {
                 }
                 report.tables.append((table, copied))
             }
+            // Copied codes arrive redeemed and copied messages attempted, past the triggers that count redemptions
+            // and replies as they happen: the rollups are made again from the rows, as migration v30 made them.
+            try db.execute("DELETE FROM rollup_deltas")
+            try db.execute("DELETE FROM rollups")
+            for statement in LedgerRollups.backfill { try db.execute(statement) }
             return report
         }
     }

@@ -55,17 +55,25 @@ public final class PostgresStore: HeraldStore, LedgerEngine {
     /// Nothing to do: PostgreSQL checkpoints on its own.
     public func checkpoint() throws {}
 
-    /// Moves every committed delta into its tally in one statement. Two folds at once are safe: the second's
-    /// `DELETE` waits on the first's rows and skips them once they are gone.
+    /// Moves every committed delta into its tally or rollup, one statement for each table. Two folds at once are
+    /// safe: the second's `DELETE` waits on the first's rows and skips them once they are gone.
     public func foldTallies() throws -> Int {
         try write(.locking) { db in
-            try db.execute(
+            let tallies = try db.execute(
                 """
                 WITH moved AS (DELETE FROM outbox_tally_deltas RETURNING state, action, campaign, n)
                 INSERT INTO outbox_tallies (state, action, campaign, n)
                 SELECT state, action, campaign, SUM(n) FROM moved GROUP BY state, action, campaign
                 ON CONFLICT (state, action, campaign) DO UPDATE SET n = outbox_tallies.n + excluded.n
                 """)
+            let rollups = try db.execute(
+                """
+                WITH moved AS (DELETE FROM rollup_deltas RETURNING family, campaign, bucket, label, n)
+                INSERT INTO rollups (family, campaign, bucket, label, n)
+                SELECT family, campaign, bucket, label, SUM(n) FROM moved GROUP BY family, campaign, bucket, label
+                ON CONFLICT (family, campaign, bucket, label) DO UPDATE SET n = rollups.n + excluded.n
+                """)
+            return tallies + rollups
         }
     }
 

@@ -38,6 +38,9 @@ public protocol CampaignStore: Sendable {
     /// Outbox rows per state for one campaign.
     func counts(campaign id: Int64) throws -> [OutboxState: Int]
 
+    /// Outbox rows per state of every campaign that has rows, in one read of the tallies.
+    func campaignCounts() throws -> [Int64: [OutboxState: Int]]
+
     /// Messages each campaign sent since `since` (attempts that ended in `sent`), for campaigns that sent any: their
     /// live rate.
     func campaignSends(since: Date) throws -> [Int64: Int]

@@ -104,4 +104,8 @@ public protocol WorkerRegistry: Sendable {
     /// Deletes link events, suppressed requests and hourly counters older than `before` (`ledger.eventRetention`),
     /// in short batches; returns how many rows went.
     func pruneEvents(before: Date) throws -> Int
+
+    /// Deletes the per-minute rollups (the overview's attempts and link events) the overview no longer reads: those
+    /// two days older than `now`.
+    func pruneRollups(now: Date) throws
 }

@@ -96,11 +96,13 @@ public final class SQLiteStore: HeraldStore {
         try durable.write(body)
     }
 
+    /// Nothing to fold: SQLite's triggers update the tallies and rollups in place.
+    public func foldTallies() throws -> Int { 0 }
+
     /// Copies the WAL into the database and truncates it, so a quiet ledger holds no stale log.
     ///
     /// SQLite checkpoints on its own every `wal_autocheckpoint` pages (8,000), but cannot while a reader holds an old snapshot
     /// and never shrinks the file below `journal_size_limit`; the worker calls this when idle.
-    public func foldTallies() throws -> Int { 0 }
 
     public func checkpoint() throws {
         try pool.writeWithoutTransaction { db in
