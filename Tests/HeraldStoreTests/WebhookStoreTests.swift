@@ -128,6 +128,34 @@ import Testing
         #expect(!(try #require(last.last)).payload.contains(verify.code.plaintext))
     }
 
+    /// `webhookSummaries` (rollups and indexes, migration v30) against the pass over every delivery it replaced.
+    func expectSummariesMatchARecount(_ store: any HeraldStore, _ kind: StoreKind, _ step: String) throws {
+        let recount = try kind.rows(
+            in: scratch,
+            """
+            SELECT endpoint, COUNT(*) FILTER (WHERE state = 'queued') AS queued,
+                COUNT(*) FILTER (WHERE state = 'delivered') AS delivered, COUNT(*) FILTER (WHERE state = 'dead') AS dead,
+                MIN(created_at) FILTER (WHERE state = 'queued') AS oldest_queued, MAX(delivered_at) AS last_delivered,
+                (SELECT w.last_error FROM webhook_deliveries w WHERE w.endpoint = d.endpoint AND w.last_error IS NOT NULL
+                    ORDER BY w.last_attempt_at DESC NULLS LAST, w.id DESC LIMIT 1) AS last_error,
+                (SELECT MAX(w.last_attempt_at) FROM webhook_deliveries w WHERE w.endpoint = d.endpoint AND w.last_error IS NOT NULL)
+                    AS last_error_at
+            FROM webhook_deliveries d GROUP BY endpoint ORDER BY endpoint
+            """)
+        let summaries = try store.webhookSummaries()
+        func text(_ date: Date?) -> String? { date.map { "\($0.milliseconds)" } }
+        let expected = recount.map { row in
+            ["endpoint", "queued", "delivered", "dead", "oldest_queued", "last_delivered", "last_error", "last_error_at"].map { row[$0] ?? nil }
+        }
+        let read = summaries.map { summary -> [String?] in
+            [
+                summary.endpoint, "\(summary.queued)", "\(summary.delivered)", "\(summary.dead)", text(summary.oldestQueuedAt),
+                text(summary.lastDeliveredAt), summary.lastError, text(summary.lastErrorAt),
+            ]
+        }
+        #expect(read == expected, "webhook summaries after \(step)")
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aClaimLeasesDeliveriesAndTheOutcomeDecidesWhatIsNext(_ kind: StoreKind) throws {
         let store = try kind.makeStore(in: scratch, webhooks: everything)
@@ -154,6 +182,8 @@ import Testing
         let summary = try #require(try store.webhookSummaries().first)
         #expect((summary.endpoint, summary.queued, summary.delivered, summary.dead) == ("ops", 1, 1, 1))
         #expect(summary.lastError == "HTTP 500")
+        try store.foldTallies()
+        try expectSummariesMatchARecount(store, kind, "deliveries, a retry, a release and a dead one")
         let failures = try store.recentWebhookFailures(limit: 10)
         #expect(failures.map(\.id) == [batch[1].id], "only the failed delivery: not the delivered one, nor the one given back")
         let failure = try #require(failures.first)
@@ -164,6 +194,11 @@ import Testing
         #expect(try store.replayWebhookDeliveries(WebhookReplayFilter(endpoint: "other"), now: retry) == 0)
         let replayed = try store.claimWebhookDeliveries(endpoint: "ops", limit: 10, lease: 60, now: retry)
         #expect(replayed.map(\.id) == [batch[1].id] && replayed[0].attempts == 1, "a replay starts a fresh attempt budget")
+        try expectSummariesMatchARecount(store, kind, "a replay")
+        // Retention deletes what is done (the delivered one), and the counts follow.
+        #expect(try store.pruneEvents(before: retry.addingTimeInterval(3600)) >= 1)
+        try expectSummariesMatchARecount(store, kind, "pruning")
+        #expect(try store.webhookSummaries().map(\.delivered) == [0])
     }
 
     @Test func routingListsOnlyTheEndpointsThatAskedForAnEvent() {

@@ -15,13 +15,14 @@ import HeraldCore
 /// | `clicked` | campaign | 0 | | the campaign's messages clicked at least once |
 /// | `redeemed` | campaign | second | | the campaign's messages at their first redemption |
 /// | `delays` | campaign | milliseconds, 3 significant digits | | send to first redemption |
+/// | `webhooks` | 0 | 0 | state and endpoint (`queued crm`) | webhook deliveries the ledger holds |
 ///
 /// The per-minute families serve windows of the last day and are pruned after `minuteRetention`; the campaign
 /// families are a campaign's history and stay. SQLite's triggers update the rows in place; PostgreSQL's append to
 /// `rollup_deltas` (as the outbox tallies do) and `foldTallies` folds them.
 enum LedgerRollups {
     enum Family: String {
-        case attempts, links, sent, replies, clicked, redeemed, delays
+        case attempts, links, sent, replies, clicked, redeemed, delays, webhooks
     }
 
     /// How long the per-minute rows are kept: the overview's longest window, and a day to spare.
@@ -86,6 +87,18 @@ enum LedgerRollups {
             WHERE o.campaign_id IS NOT NULL AND c.redeemed_at IS NOT NULL AND o.sent_at IS NOT NULL GROUP BY o.id, o.campaign_id, o.sent_at) AS r
         GROUP BY 2, 3
         """,
+        """
+        INSERT INTO rollups (family, campaign, bucket, label, n)
+        SELECT 'webhooks', 0, 0, state || ' ' || endpoint, COUNT(*) FROM webhook_deliveries GROUP BY 4
+        """,
+    ]
+
+    /// The webhooks' summary beside its counts (`webhookSummaries`): each endpoint's oldest waiting delivery, last
+    /// delivery and last error, each one step into an index.
+    static let webhookIndexes = [
+        "CREATE INDEX webhook_deliveries_waiting ON webhook_deliveries(endpoint, created_at) WHERE state = 'queued'",
+        "CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries(endpoint, delivered_at) WHERE delivered_at IS NOT NULL",
+        "CREATE INDEX webhook_deliveries_failing ON webhook_deliveries(endpoint, last_attempt_at) WHERE last_error IS NOT NULL",
     ]
 
     /// Whether no other code of the message `outbox` was redeemed before (`code` is being redeemed now).
@@ -111,7 +124,7 @@ enum LedgerRollups {
             """,
             // One campaign's tallies (its progress, report and `watch`) without reading every campaign's.
             "CREATE INDEX outbox_tallies_campaign ON outbox_tallies(campaign)",
-        ] + backfill + [
+        ] + webhookIndexes + backfill + [
             """
             CREATE TRIGGER attempt_rollups AFTER INSERT ON delivery_attempts BEGIN
                 INSERT INTO rollups (family, campaign, bucket, label, n)
@@ -148,6 +161,25 @@ enum LedgerRollups {
             END
             """,
             """
+            CREATE TRIGGER webhook_rollup_insert AFTER INSERT ON webhook_deliveries BEGIN
+                INSERT INTO rollups (family, campaign, bucket, label, n) VALUES ('webhooks', 0, 0, NEW.state || ' ' || NEW.endpoint, 1)
+                ON CONFLICT (family, campaign, bucket, label) DO UPDATE SET n = n + 1;
+            END
+            """,
+            """
+            CREATE TRIGGER webhook_rollup_update AFTER UPDATE OF state, endpoint ON webhook_deliveries
+            WHEN OLD.state IS NOT NEW.state OR OLD.endpoint IS NOT NEW.endpoint BEGIN
+                UPDATE rollups SET n = n - 1 WHERE family = 'webhooks' AND campaign = 0 AND bucket = 0 AND label = OLD.state || ' ' || OLD.endpoint;
+                INSERT INTO rollups (family, campaign, bucket, label, n) VALUES ('webhooks', 0, 0, NEW.state || ' ' || NEW.endpoint, 1)
+                ON CONFLICT (family, campaign, bucket, label) DO UPDATE SET n = n + 1;
+            END
+            """,
+            """
+            CREATE TRIGGER webhook_rollup_delete AFTER DELETE ON webhook_deliveries BEGIN
+                UPDATE rollups SET n = n - 1 WHERE family = 'webhooks' AND campaign = 0 AND bucket = 0 AND label = OLD.state || ' ' || OLD.endpoint;
+            END
+            """,
+            """
             CREATE TRIGGER outbox_reply_rollups AFTER UPDATE OF last_reply_code, attempts, campaign_id ON outbox
             WHEN (OLD.campaign_id IS NOT NULL OR NEW.campaign_id IS NOT NULL) AND (OLD.attempts > 0 OR NEW.attempts > 0)
                 AND (OLD.last_reply_code IS NOT NEW.last_reply_code OR (OLD.attempts > 0) <> (NEW.attempts > 0)
@@ -174,7 +206,7 @@ enum LedgerRollups {
                 bucket BIGINT NOT NULL, label TEXT NOT NULL, n BIGINT NOT NULL)
             """,
             "CREATE INDEX outbox_tallies_campaign ON outbox_tallies(campaign)",
-        ] + backfill + [
+        ] + webhookIndexes + backfill + [
             """
             CREATE FUNCTION attempt_rollups() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
                 INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
@@ -217,6 +249,36 @@ enum LedgerRollups {
             CREATE TRIGGER redemption_rollups AFTER UPDATE OF redeemed_at ON action_codes FOR EACH ROW
             WHEN (OLD.redeemed_at IS NULL AND NEW.redeemed_at IS NOT NULL AND NEW.outbox_id IS NOT NULL)
             EXECUTE FUNCTION redemption_rollups()
+            """,
+            """
+            CREATE FUNCTION webhook_rollups() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
+                    SELECT 'webhooks', 0, 0, state || ' ' || endpoint, COUNT(*) FROM webhook_new GROUP BY 4;
+                ELSIF TG_OP = 'DELETE' THEN
+                    INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
+                    SELECT 'webhooks', 0, 0, state || ' ' || endpoint, -COUNT(*) FROM webhook_old GROUP BY 4;
+                ELSE
+                    INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
+                    SELECT 'webhooks', 0, 0, label, SUM(n) FROM (
+                        SELECT state || ' ' || endpoint AS label, -1 AS n FROM webhook_old
+                        UNION ALL SELECT state || ' ' || endpoint, 1 FROM webhook_new) AS changes
+                    GROUP BY 4 HAVING SUM(n) <> 0;
+                END IF;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE TRIGGER webhook_rollup_insert AFTER INSERT ON webhook_deliveries REFERENCING NEW TABLE AS webhook_new
+            FOR EACH STATEMENT EXECUTE FUNCTION webhook_rollups()
+            """,
+            """
+            CREATE TRIGGER webhook_rollup_update AFTER UPDATE ON webhook_deliveries
+            REFERENCING OLD TABLE AS webhook_old NEW TABLE AS webhook_new FOR EACH STATEMENT EXECUTE FUNCTION webhook_rollups()
+            """,
+            """
+            CREATE TRIGGER webhook_rollup_delete AFTER DELETE ON webhook_deliveries REFERENCING OLD TABLE AS webhook_old
+            FOR EACH STATEMENT EXECUTE FUNCTION webhook_rollups()
             """,
             // The outbox's update trigger (v29) also keeps the campaigns' replies: one trigger for every `UPDATE` of
             // the hottest table, not two.

@@ -76,20 +76,33 @@ extension LedgerEngine {
         }
     }
 
+    /// Each endpoint's deliveries by state from the rollups, and its oldest waiting delivery, last delivery and last
+    /// error each from an index: the same few rows whatever the ledger holds.
     public func webhookSummaries() throws -> [WebhookEndpointSummary] {
         try read { db in
-            try db.fetchAll(
-                """
-                SELECT endpoint, COUNT(*) FILTER (WHERE state = 'queued') AS queued,
-                    COUNT(*) FILTER (WHERE state = 'delivered') AS delivered, COUNT(*) FILTER (WHERE state = 'dead') AS dead,
-                    MIN(created_at) FILTER (WHERE state = 'queued') AS oldest_queued, MAX(delivered_at) AS last_delivered,
-                    (SELECT w.last_error FROM webhook_deliveries w WHERE w.endpoint = d.endpoint AND w.last_error IS NOT NULL
-                        ORDER BY w.last_attempt_at DESC NULLS LAST, w.id DESC LIMIT 1) AS last_error,
-                    (SELECT MAX(w.last_attempt_at) FROM webhook_deliveries w WHERE w.endpoint = d.endpoint AND w.last_error IS NOT NULL)
-                        AS last_error_at
-                FROM webhook_deliveries d GROUP BY endpoint ORDER BY endpoint\(db.dialect.bytewise)
-                """, []
-            ).map(Records.webhookSummary)
+            var counts: [String: [WebhookDeliveryState: Int]] = [:]
+            for row in try Self.rollup(db, .webhooks) {
+                let parts = row.label.split(separator: " ", maxSplits: 1).map(String.init)
+                guard parts.count == 2, let state = WebhookDeliveryState(rawValue: parts[0]) else { continue }
+                counts[parts[1], default: [:]][state, default: 0] += row.count
+            }
+            return try counts.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { endpoint in
+                let states = counts[endpoint] ?? [:]
+                let oldest = try db.value(
+                    "SELECT MIN(created_at) FROM webhook_deliveries WHERE endpoint = ? AND state = 'queued'", [endpoint], as: Int64.self)
+                let delivered = try db.value(
+                    "SELECT MAX(delivered_at) FROM webhook_deliveries WHERE endpoint = ? AND delivered_at IS NOT NULL", [endpoint],
+                    as: Int64.self)
+                let error = try db.row(
+                    """
+                    SELECT last_error, last_attempt_at FROM webhook_deliveries
+                    WHERE endpoint = ? AND last_error IS NOT NULL AND last_attempt_at IS NOT NULL ORDER BY last_attempt_at DESC, id DESC LIMIT 1
+                    """, [endpoint])
+                return WebhookEndpointSummary(
+                    endpoint: endpoint, queued: states[.queued] ?? 0, delivered: states[.delivered] ?? 0, dead: states[.dead] ?? 0,
+                    oldestQueuedAt: oldest.map(Date.init(milliseconds:)), lastDeliveredAt: delivered.map(Date.init(milliseconds:)),
+                    lastError: error?["last_error"], lastErrorAt: (error?["last_attempt_at"] as Int64?).map(Date.init(milliseconds:)))
+            }
         }
     }
 

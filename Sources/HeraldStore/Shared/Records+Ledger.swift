@@ -81,15 +81,6 @@ extension Records {
             attempts: row["attempts"], leaseUntil: Date(milliseconds: until))
     }
 
-    static func webhookSummary(_ plain: some LedgerRow) -> WebhookEndpointSummary {
-        let row = RecordRow(plain)
-        return WebhookEndpointSummary(
-            endpoint: row["endpoint"], queued: row["queued"], delivered: row["delivered"], dead: row["dead"],
-            oldestQueuedAt: (row["oldest_queued"] as Int64?).map(Date.init(milliseconds:)),
-            lastDeliveredAt: (row["last_delivered"] as Int64?).map(Date.init(milliseconds:)), lastError: row["last_error"],
-            lastErrorAt: (row["last_error_at"] as Int64?).map(Date.init(milliseconds:)))
-    }
-
     static func webhookFailure(_ plain: some LedgerRow) -> WebhookFailure {
         let row = RecordRow(plain)
         return WebhookFailure(
