@@ -88,6 +88,7 @@ import Testing
             #expect(report.timeToRedeem == expected.timeToRedeem, "campaign \(campaign)'s time to redeem after \(step)")
             #expect(report.funnel.reduce(0) { $0 + $1.sent } == expected.sent, "campaign \(campaign)'s funnel after \(step)")
             #expect(report.funnel.reduce(0) { $0 + $1.redeemed } == expected.redeemed, "campaign \(campaign)'s funnel after \(step)")
+            #expect(report.feedback == expected.feedback, "campaign \(campaign)'s feedback after \(step)")
         }
     }
 
@@ -159,6 +160,13 @@ import Testing
                     if let code = try store.code(message.code.plaintext) {
                         try store.recordLinkEvent(codeID: code.id, kind: .click, visitor: Self.visitor, detail: nil, now: later)
                     }
+                    if Int.random(in: 0..<3, using: &random) == 0 {
+                        let kind = MailFeedback.Kind.allCases.randomElement(using: &random)!
+                        let status = ["5.1.1", "4.2.2", "5.7.1", nil].randomElement(using: &random)!
+                        _ = try store.recordFeedback(
+                            MailFeedback(outboxID: message.message.id, kind: kind, status: status, diagnostic: "test"), softLimit: 3,
+                            softWindow: 86_400, now: later)
+                    }
                     if Bool.random(using: &random) {
                         // A second redemption of one message is refused, and counts nothing.
                         _ = try? store.consume(message.code.plaintext, expecting: Set(ActionKind.allCases), visitor: Self.visitor, now: later)
@@ -172,8 +180,8 @@ import Testing
             if kind == .postgres, Bool.random(using: &random) { try store.foldTallies() }
             try expectAgreement(store, "step \(step): \(what)")
         }
-        // A tail that surely reaches the campaigns' rollups: what is claimable sent, its campaign mail clicked and
-        // every other one redeemed.
+        // A tail that surely reaches the campaigns' rollups: what is claimable sent, its campaign mail clicked, every
+        // other one redeemed, and bounced or complained of.
         claimed += try store.claim(Fixture.policy { $0.worker.batchSize = 500 }, now: now)
         for (index, message) in claimed.enumerated() {
             try store.record(message, Fixture.sent(at: now), policy: policy)
@@ -184,11 +192,19 @@ import Testing
                     message.code.plaintext, expecting: Set(ActionKind.allCases), visitor: Self.visitor,
                     now: now.addingTimeInterval(Double(index) * 1.5))
             }
+            // A soft bounce, then for some a hard one after it, and a complaint.
+            let feedback: [(MailFeedback.Kind, String?)] = [(.soft, "4.2.2"), (.hard, "5.1.1"), (.complaint, nil)]
+            for (kind, status) in feedback.prefix(1 + index % 3) {
+                _ = try store.recordFeedback(
+                    MailFeedback(outboxID: message.message.id, kind: kind, status: status, diagnostic: "test"), softLimit: 3,
+                    softWindow: 86_400, now: now)
+            }
         }
         claimed = []
         try expectAgreement(store, "the tail")
         let exercised = try RollupRecount(store).reports.values
         #expect(exercised.contains { $0.clicked > 0 } && exercised.contains { $0.timeToRedeem != nil }, "the workload clicked and redeemed")
+        #expect(exercised.contains { $0.feedback.count > 1 }, "the workload's campaign mail had feedback of more than one kind")
         try store.release(claimed)
         try expectAgreement(store, "release")
         try store.foldTallies()
@@ -255,6 +271,7 @@ struct RollupRecount {
         var redeemed = 0
         var sent = 0
         var timeToRedeem: CampaignReport.Percentiles?
+        var feedback: [FeedbackCount] = []
     }
     var attempts: Set<String> = []
     var links: Set<String> = []
@@ -337,6 +354,18 @@ struct RollupRecount {
                     }
                     report.timeToRedeem = .init(p50: rank(0.5), p90: rank(0.9), p99: rank(0.99))
                 }
+                report.feedback = try db.rows(
+                    """
+                    SELECT kind, class, COUNT(*) AS n FROM (
+                        SELECT f.kind, \(db.dialect.statusClass("f.status")) AS class,
+                            ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint'
+                                ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
+                        FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
+                        WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe') AS feedback
+                    WHERE latest = 1
+                    GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST
+                    """, [id]
+                ).map { FeedbackCount(kind: MailFeedback.Kind(rawValue: $0["kind"])!, statusClass: $0["class"], count: $0["n"]) }
                 reports[id] = report
             }
         }

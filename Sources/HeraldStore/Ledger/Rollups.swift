@@ -15,6 +15,7 @@ import HeraldCore
 /// | `clicked` | campaign | 0 | | the campaign's messages clicked at least once |
 /// | `redeemed` | campaign | second | | the campaign's messages at their first redemption |
 /// | `delays` | campaign | milliseconds, 3 significant digits | | send to first redemption |
+/// | `feedback` | campaign | 0 | kind and status class (`hard 5.1`, `soft `) | the campaign's messages by their latest bounce, and by their latest complaint |
 /// | `webhooks` | 0 | 0 | state and endpoint (`queued crm`) | webhook deliveries the ledger holds |
 ///
 /// The per-minute families serve windows of the last day and are pruned after `minuteRetention`; the campaign
@@ -22,7 +23,7 @@ import HeraldCore
 /// `rollup_deltas` (as the outbox tallies do) and `foldTallies` folds them.
 enum LedgerRollups {
     enum Family: String {
-        case attempts, links, sent, replies, clicked, redeemed, delays, webhooks
+        case attempts, links, sent, replies, clicked, redeemed, delays, feedback, webhooks
     }
 
     /// How long the per-minute rows are kept: the overview's longest window, and a day to spare.
@@ -47,7 +48,31 @@ enum LedgerRollups {
 
     /// The rollups made from the rows a ledger holds: the migration's backfill, and again after `herald migrate --from`
     /// copied a SQLite ledger's rows (copied rows do not pass the triggers that update).
-    static let backfill = [
+    static func backfill(_ dialect: SQLDialect) -> [String] { backfill + [feedbackBackfill(dialect)] }
+
+    /// A campaign's feedback as its report counts it: per message, its latest bounce (a hard one before any soft) and
+    /// its latest complaint, by kind and status class.
+    static func feedbackBackfill(_ dialect: SQLDialect) -> String {
+        """
+        INSERT INTO rollups (family, campaign, bucket, label, n)
+        SELECT 'feedback', campaign, 0, kind || ' ' || COALESCE(class, ''), COUNT(*) FROM (
+            SELECT o.campaign_id AS campaign, f.kind, \(dialect.statusClass("f.status")) AS class,
+                ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint' ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
+            FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id WHERE o.campaign_id IS NOT NULL AND f.kind <> 'unsubscribe') AS feedback
+        WHERE latest = 1 GROUP BY 2, 4
+        """
+    }
+
+    /// The feedback of the message `NEW.outbox_id` that `NEW` would follow in its report: the latest of its other
+    /// bounces (a hard one first) or complaints.
+    static func earlierFeedback(_ columns: String, into variable: String? = nil) -> String {
+        """
+        SELECT \(columns)\(variable.map { " INTO \($0)" } ?? "") FROM mail_feedback WHERE outbox_id = NEW.outbox_id AND (kind = 'complaint') = (NEW.kind = 'complaint')
+            AND kind <> 'unsubscribe' AND id <> NEW.id ORDER BY kind = 'hard' DESC, id DESC LIMIT 1
+        """
+    }
+
+    private static let backfill = [
         """
         INSERT INTO rollups (family, campaign, bucket, label, n)
         SELECT 'attempts', 0, a.finished_at / 60000, \(attemptLabel("a")), COUNT(*) FROM delivery_attempts a
@@ -124,7 +149,20 @@ enum LedgerRollups {
             """,
             // One campaign's tallies (its progress, report and `watch`) without reading every campaign's.
             "CREATE INDEX outbox_tallies_campaign ON outbox_tallies(campaign)",
-        ] + webhookIndexes + backfill + [
+        ] + webhookIndexes + backfill(.sqlite) + [
+            """
+            CREATE TRIGGER feedback_rollups AFTER INSERT ON mail_feedback WHEN NEW.kind <> 'unsubscribe' BEGIN
+                UPDATE rollups SET n = n - 1
+                WHERE family = 'feedback' AND campaign = (SELECT campaign_id FROM outbox WHERE id = NEW.outbox_id) AND bucket = 0
+                    AND label = (\(earlierFeedback("kind || ' ' || COALESCE(\(SQLDialect.sqlite.statusClass("status")), '')")))
+                    AND (NEW.kind = 'hard' OR (\(earlierFeedback("kind"))) <> 'hard');
+                INSERT INTO rollups (family, campaign, bucket, label, n)
+                SELECT 'feedback', campaign_id, 0, NEW.kind || ' ' || COALESCE(\(SQLDialect.sqlite.statusClass("NEW.status")), ''), 1
+                FROM outbox WHERE id = NEW.outbox_id AND campaign_id IS NOT NULL
+                    AND (NEW.kind = 'hard' OR COALESCE((\(earlierFeedback("kind"))), '') <> 'hard')
+                ON CONFLICT (family, campaign, bucket, label) DO UPDATE SET n = n + 1;
+            END
+            """,
             """
             CREATE TRIGGER attempt_rollups AFTER INSERT ON delivery_attempts BEGIN
                 INSERT INTO rollups (family, campaign, bucket, label, n)
@@ -206,7 +244,27 @@ enum LedgerRollups {
                 bucket BIGINT NOT NULL, label TEXT NOT NULL, n BIGINT NOT NULL)
             """,
             "CREATE INDEX outbox_tallies_campaign ON outbox_tallies(campaign)",
-        ] + webhookIndexes + backfill + [
+        ] + webhookIndexes + backfill(.postgres) + [
+            """
+            CREATE FUNCTION feedback_rollups() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                target BIGINT;
+                earlier RECORD;
+            BEGIN
+                SELECT campaign_id INTO target FROM outbox WHERE id = NEW.outbox_id;
+                IF target IS NULL OR NEW.kind = 'unsubscribe' THEN RETURN NULL; END IF;
+                \(earlierFeedback("kind, \(SQLDialect.postgres.statusClass("status")) AS class", into: "earlier"));
+                IF FOUND AND earlier.kind = 'hard' AND NEW.kind <> 'hard' THEN RETURN NULL; END IF;
+                IF FOUND THEN
+                    INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
+                    VALUES ('feedback', target, 0, earlier.kind || ' ' || COALESCE(earlier.class, ''), -1);
+                END IF;
+                INSERT INTO rollup_deltas (family, campaign, bucket, label, n)
+                VALUES ('feedback', target, 0, NEW.kind || ' ' || COALESCE(\(SQLDialect.postgres.statusClass("NEW.status")), ''), 1);
+                RETURN NULL;
+            END $$
+            """,
+            "CREATE TRIGGER feedback_rollups AFTER INSERT ON mail_feedback FOR EACH ROW EXECUTE FUNCTION feedback_rollups()",
             """
             CREATE FUNCTION attempt_rollups() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
                 INSERT INTO rollup_deltas (family, campaign, bucket, label, n)

@@ -152,20 +152,13 @@ extension LedgerEngine {
 
     public func feedbackCounts(campaign id: Int64) throws -> [FeedbackCount] {
         try read { db in
-            try db.rows(
-                """
-                SELECT kind, class, COUNT(*) AS n FROM (
-                    SELECT f.kind, \(db.dialect.statusClass("f.status")) AS class,
-                        ROW_NUMBER() OVER (PARTITION BY f.outbox_id, f.kind = 'complaint'
-                            ORDER BY f.kind = 'hard' DESC, f.id DESC) AS latest
-                    FROM mail_feedback f JOIN outbox o ON o.id = f.outbox_id
-                    WHERE o.campaign_id = ? AND f.kind <> 'unsubscribe') AS feedback
-                WHERE latest = 1
-                GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST
-                """, [id]
-            ).compactMap { row in
-                MailFeedback.Kind(rawValue: row["kind"]).map { FeedbackCount(kind: $0, statusClass: row["class"], count: row["n"]) }
+            try Self.rollup(db, .feedback, campaign: id).compactMap { row -> FeedbackCount? in
+                let parts = row.label.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                guard let kind = MailFeedback.Kind(rawValue: parts[0]) else { return nil }
+                let statusClass = parts.count > 1 && !parts[1].isEmpty ? parts[1] : nil
+                return FeedbackCount(kind: kind, statusClass: statusClass, count: row.count)
             }
+            .sorted { ($0.kind.rawValue, $0.statusClass ?? "") < ($1.kind.rawValue, $1.statusClass ?? "") }
         }
     }
 
@@ -211,7 +204,7 @@ enum SuppressionStatements {
 
 extension SQLDialect {
     /// A DSN status's class (`5.1` of `5.1.1`), the status up to its second dot; NULL when it is not one.
-    fileprivate func statusClass(_ status: String) -> String {
+    func statusClass(_ status: String) -> String {
         switch self {
         case .sqlite:
             "CASE WHEN \(status) GLOB '[245].[0-9]*' THEN substr(\(status), 1, instr(substr(\(status), 3), '.') + 1) END"

@@ -111,7 +111,7 @@ extension PostgresStore {
             // and replies as they happen: the rollups are made again from the rows, as migration v30 made them.
             try db.execute("DELETE FROM rollup_deltas")
             try db.execute("DELETE FROM rollups")
-            for statement in LedgerRollups.backfill { try db.execute(statement) }
+            for statement in LedgerRollups.backfill(.postgres) { try db.execute(statement) }
             return report
         }
     }
