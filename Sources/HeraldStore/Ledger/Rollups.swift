@@ -365,6 +365,13 @@ struct RollupRow {
     var bucket: Int64
     var label: String
     var count: Int
+
+    /// A two-part label (`sent 2xx`, `queued crm`, `soft `) split at its first space; the second part is empty when
+    /// the label has none.
+    var labelParts: (first: String, second: String) {
+        let parts = label.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+        return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+    }
 }
 
 extension LedgerEngine {
@@ -393,12 +400,14 @@ extension LedgerEngine {
         let width = Int64(bucketSeconds * 1000)
         let rows = try read { db in try Self.rollup(db, .attempts, from: since.milliseconds / 60_000) }
         var counts: [String: [Int64: Int]] = [:]
-        for row in rows { counts[row.label, default: [:]][row.bucket * 60_000 / width, default: 0] += row.count }
+        var parts: [String: (first: String, second: String)] = [:]
+        for row in rows {
+            counts[row.label, default: [:]][row.bucket * 60_000 / width, default: 0] += row.count
+            parts[row.label] = row.labelParts
+        }
         return counts.flatMap { label, buckets in
-            let parts = label.split(separator: " ", maxSplits: 1).map(String.init)
-            return buckets.map { bucket, count in
-                SendActivity(bucket: Date(milliseconds: bucket * width), outcome: parts[0], replyClass: parts.count > 1 ? parts[1] : "", count: count)
-            }
+            let (outcome, replyClass) = parts[label] ?? (label, "")
+            return buckets.map { SendActivity(bucket: Date(milliseconds: $0.key * width), outcome: outcome, replyClass: replyClass, count: $0.value) }
         }
         .sorted { ($0.bucket, $0.outcome, $0.replyClass) < ($1.bucket, $1.outcome, $1.replyClass) }
     }

@@ -153,10 +153,9 @@ extension LedgerEngine {
     public func feedbackCounts(campaign id: Int64) throws -> [FeedbackCount] {
         try read { db in
             try Self.rollup(db, .feedback, campaign: id).compactMap { row -> FeedbackCount? in
-                let parts = row.label.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-                guard let kind = MailFeedback.Kind(rawValue: parts[0]) else { return nil }
-                let statusClass = parts.count > 1 && !parts[1].isEmpty ? parts[1] : nil
-                return FeedbackCount(kind: kind, statusClass: statusClass, count: row.count)
+                let (kind, statusClass) = row.labelParts
+                guard let kind = MailFeedback.Kind(rawValue: kind) else { return nil }
+                return FeedbackCount(kind: kind, statusClass: statusClass.isEmpty ? nil : statusClass, count: row.count)
             }
             .sorted { ($0.kind.rawValue, $0.statusClass ?? "") < ($1.kind.rawValue, $1.statusClass ?? "") }
         }

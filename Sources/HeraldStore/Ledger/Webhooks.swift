@@ -82,9 +82,9 @@ extension LedgerEngine {
         try read { db in
             var counts: [String: [WebhookDeliveryState: Int]] = [:]
             for row in try Self.rollup(db, .webhooks) {
-                let parts = row.label.split(separator: " ", maxSplits: 1).map(String.init)
-                guard parts.count == 2, let state = WebhookDeliveryState(rawValue: parts[0]) else { continue }
-                counts[parts[1], default: [:]][state, default: 0] += row.count
+                let (state, endpoint) = row.labelParts
+                guard let state = WebhookDeliveryState(rawValue: state), !endpoint.isEmpty else { continue }
+                counts[endpoint, default: [:]][state, default: 0] += row.count
             }
             return try counts.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { endpoint in
                 let states = counts[endpoint] ?? [:]
