@@ -239,9 +239,36 @@ import Testing
         ]
         for account in accounts { try store.createAccount(account) }
         _ = try store.updateAccount(uid: accounts[1].uid) { $0.displayName = "Una" }
-        let all = try store.campaignAccounts(unverifiedOnly: false)
+        let all = try store.campaignAccounts(unverifiedOnly: false, after: nil, limit: 10)
         #expect(all.map(\.email) == ["verified@example.com", "unverified@example.com"])
         #expect(all.map(\.displayName) == [nil, "Una"])
-        #expect(try store.campaignAccounts(unverifiedOnly: true).map(\.email) == ["unverified@example.com"])
+        #expect(try store.campaignAccounts(unverifiedOnly: true, after: nil, limit: 10).map(\.email) == ["unverified@example.com"])
+    }
+
+    /// `campaigns create --from-accounts` reads the accounts a page at a time: the pages, each after the last account
+    /// of the one before, hold every account once, oldest first, even where accounts share a creation time.
+    @Test(arguments: StoreKind.allCases)
+    func campaignAccountsPageInCreationOrderThroughTies(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        var expected: [String] = []
+        for index in 0..<23 {
+            // Three accounts per millisecond, their uids out of creation order.
+            let uid = String(format: "u%02d", (index * 7) % 23)
+            let email = "a\(index)@example.com"
+            try store.createAccount(Fixture.account(email, uid: uid, now: now.addingTimeInterval(Double(index / 3) / 1000)))
+            expected.append(email)
+        }
+        var pages: [[CampaignAccount]] = []
+        var last: CampaignAccount?
+        repeat {
+            let page = try store.campaignAccounts(unverifiedOnly: false, after: last, limit: 5)
+            pages.append(page)
+            last = page.count == 5 ? page.last : nil
+        } while last != nil
+        #expect(pages.map(\.count) == [5, 5, 5, 5, 3])
+        let listed = pages.flatMap { $0 }
+        #expect(Set(listed.map(\.email)) == Set(expected) && listed.count == expected.count)
+        let order = listed.map { "\($0.createdAt) \($0.uid)" }
+        #expect(order == order.sorted(), "oldest first, then by uid")
     }
 }

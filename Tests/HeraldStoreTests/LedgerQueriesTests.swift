@@ -83,4 +83,23 @@ import Testing
         try store.audit(filter, now: now.addingTimeInterval(61)) { expired.append($0.id) }
         #expect(expired == [id])
     }
+
+    /// `herald throttles` lists a bounded page: the newest hours first, the largest counts first within an hour.
+    @Test(arguments: StoreKind.allCases)
+    func abuseCountsListTheNewestHoursAndLargestCountsFirstUpToTheLimit(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        let hour = now.addingTimeInterval(-600)
+        let earlier = now.addingTimeInterval(-4200)
+        try store.addAbuseCounts([
+            AbuseCount(counter: "ip", key: "192.0.2.0/24", hour: earlier, count: 50),
+            AbuseCount(counter: "ip", key: "198.51.100.0/24", hour: hour, count: 3),
+            AbuseCount(counter: "ip", key: "203.0.113.0/24", hour: hour, count: 7),
+            AbuseCount(counter: "account", key: "u1", hour: hour, count: 3),
+        ])
+        let since = now.addingTimeInterval(-7200)
+        let shown = { (limit: Int) in try store.abuseCounts(since: since, limit: limit).map { "\($0.counter) \($0.key) \($0.count)" } }
+        #expect(
+            try shown(10) == ["ip 203.0.113.0/24 7", "account u1 3", "ip 198.51.100.0/24 3", "ip 192.0.2.0/24 50"])
+        #expect(try shown(2) == ["ip 203.0.113.0/24 7", "account u1 3"])
+    }
 }

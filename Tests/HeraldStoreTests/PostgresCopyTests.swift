@@ -26,7 +26,7 @@ struct PostgresCopyTests {
         let campaign = try Fixture.campaign("news", now: now.addingTimeInterval(3600), in: sqlite)
         _ = try Fixture.add(["c1@example.com", "c2@example.com", "c3@example.com"], to: campaign, now: now, in: sqlite)
         let c3 = try #require(try sqlite.messages().first { $0.recipient.value == "c3@example.com" }?.id)
-        #expect(try sqlite.cancel(RequeueFilter(states: [.queued], ids: [c3]), actor: "test", dryRun: false, now: now) == [c3])
+        #expect(try sqlite.cancel(RequeueFilter(states: [.queued], ids: [c3]), actor: "test", dryRun: false, now: now).ids == [c3])
         _ = try sqlite.recordFeedback(
             MailFeedback(outboxID: ids[0], kind: .hard, status: "5.1.1", diagnostic: "550 5.1.1 user unknown"), softLimit: 3,
             softWindow: 86_400, now: now)

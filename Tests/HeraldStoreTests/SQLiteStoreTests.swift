@@ -125,7 +125,7 @@ import Testing
         #expect(events.map { $0["detail"] as String? } == ["INVALID_OOB_CODE", nil, "INVALID_OOB_CODE"])
         #expect(events.map { $0["ip"] as String? } == ["203.0.113.7", "203.0.113.7", "198.51.100.1"])
         #expect(events[1]["user_agent"] as String? == Fixture.visitor.userAgent)
-        let counted = try store.abuseCounts(since: Date().addingTimeInterval(-3600)).map { "\($0.counter) \($0.key) \($0.count)" }
+        let counted = try store.abuseCounts(since: Date().addingTimeInterval(-3600), limit: 100).map { "\($0.counter) \($0.key) \($0.count)" }
         #expect(counted == ["unknown-code 203.0.113.0/24 1"])
     }
 
@@ -135,7 +135,7 @@ import Testing
         for _ in 0..<100 {
             try store.recordLinkEvent(codeID: nil, kind: .click, visitor: visitor, detail: nil, now: Date())
         }
-        #expect(try store.abuseCounts(since: Date().addingTimeInterval(-3600)).isEmpty)
+        #expect(try store.abuseCounts(since: Date().addingTimeInterval(-3600), limit: 100).isEmpty)
         #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_events") } == 0)
     }
 
@@ -150,7 +150,7 @@ import Testing
         }
         #expect(try store.pruneEvents(before: now.addingTimeInterval(-90 * 86_400)) == 2)
         #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM link_events") } == 1)
-        #expect(try store.abuseCounts(since: .distantPast).count == 1)
+        #expect(try store.abuseCounts(since: .distantPast, limit: 100).count == 1)
     }
 
     @Test func concurrentRedemptionsRecordOneRedeemedAndTheFirstRejections() async throws {

@@ -5,6 +5,7 @@ Every test runs a real `herald serve` with a real SQLite ledger and a real SMTP 
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 import statistics
@@ -150,6 +151,14 @@ def test_a_burst_from_one_client_is_refused_and_a_forged_forwarded_for_does_not_
     assert shown.returncode == 0, shown.stderr
     lines = [line.split() for line in shown.stdout.splitlines() if " ip " in line]
     assert sum(int(words[-2]) for words in lines) == 5 and {words[-1] for words in lines} == {"127.0.0.0/24"}, shown.stdout
+    # A listing is bounded: another network's larger count this hour comes first, and the rest are left out, saying so.
+    with sqlite3.connect(srv.db_path) as db:
+        db.execute("INSERT INTO abuse_counts (counter, key, hour, count) VALUES ('ip', '192.0.2.0/24', ?, 1000)",
+                   (int(time.time()) // 3600,))
+    limited = cli(srv, "throttles", "--limit", "1", "--format", "jsonl")
+    assert limited.returncode == 0, limited.stderr
+    assert [json.loads(line)["key"] for line in limited.stdout.splitlines()] == ["192.0.2.0/24"], limited.stdout
+    assert "showing the first 1 rows; --limit shows more" in limited.stderr, limited.stderr
 
 
 def test_behind_a_trusted_proxy_the_forwarded_client_is_limited(server):

@@ -177,14 +177,24 @@ final class CampaignImporter {
         }
     }
 
-    /// Imports accounts (all, or only those whose email is unverified); disabled accounts are skipped.
+    /// Accounts read per page by `importAccounts`.
+    static let accountPage = 1000
+
+    /// Imports accounts (all, or only those whose email is unverified), oldest first, a page at a time; disabled
+    /// accounts are skipped.
     func importAccounts(unverifiedOnly: Bool, rejectsPath: String) throws -> Summary {
         try importing(rejectsPath: rejectsPath) {
-            for account in try store.campaignAccounts(unverifiedOnly: unverifiedOnly) {
-                try add(
-                    Recipient(
-                        line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:], raw: account.email))
-            }
+            var last: CampaignAccount?
+            repeat {
+                let page = try store.campaignAccounts(unverifiedOnly: unverifiedOnly, after: last, limit: Self.accountPage)
+                for account in page {
+                    try add(
+                        Recipient(
+                            line: nil, email: account.email, displayName: account.displayName, locale: nil, variables: [:],
+                            raw: account.email))
+                }
+                last = page.count == Self.accountPage ? page.last : nil
+            } while last != nil
         }
     }
 

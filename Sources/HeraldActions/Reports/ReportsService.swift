@@ -36,9 +36,10 @@ extension ReportsService {
         try store.accountEvents(email: email, since: since, until: until, each: each)
     }
 
-    /// Refused requests and unknown-code visits per counter, key and hour, newest first (`herald throttles`).
-    public func abuseCounts(since: Date) throws -> [AbuseCount] {
-        try store.abuseCounts(since: since)
+    /// Refused requests and unknown-code visits per counter, key and hour, newest first and the largest first within
+    /// an hour (`herald throttles`): up to `limit`, so a flood from many networks never lists the whole table.
+    public func abuseCounts(since: Date, limit: Int = 1000) throws -> [AbuseCount] {
+        try store.abuseCounts(since: since, limit: limit)
     }
 
     /// The outbox counted by state, action and campaign, read off the cooperative pool: `/metrics`'s queue depth

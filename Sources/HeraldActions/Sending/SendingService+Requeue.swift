@@ -2,10 +2,18 @@ import Foundation
 import HeraldCore
 import HeraldStore
 
-/// What a retry or a cancel matched (and, unless a dry run, changed).
+/// What a retry or a cancel matched (a dry run) or changed: how many rows, and the first
+/// `RequeueMatch.listedIDs` of their ids.
 public struct RequeueResult: Sendable, Hashable {
+    public let count: Int
     public let ids: [Int64]
     public let dryRun: Bool
+
+    init(_ match: RequeueMatch, dryRun: Bool) {
+        count = match.count
+        ids = match.ids
+        self.dryRun = dryRun
+    }
 }
 
 extension SendingService {
@@ -24,9 +32,9 @@ extension SendingService {
         var filter = filter
         if filter.states.isEmpty { filter.states = Self.defaultRetryStates }
         try Self.check(filter, allowed: Self.retryableStates, "retry")
-        let ids = try store.retry(filter, actor: actor, dryRun: dryRun, now: now)
-        if !ids.isEmpty { queued.signal() }
-        return RequeueResult(ids: ids, dryRun: dryRun)
+        let match = try store.retry(filter, actor: actor, dryRun: dryRun, now: now)
+        if match.count > 0 { queued.signal() }
+        return RequeueResult(match, dryRun: dryRun)
     }
 
     /// Cancels matching queued or deferred rows before they go.
@@ -35,7 +43,7 @@ extension SendingService {
         var filter = filter
         if filter.states.isEmpty { filter.states = Self.cancellableStates }
         try Self.check(filter, allowed: Self.cancellableStates, "cancel")
-        return RequeueResult(ids: try store.cancel(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
+        return RequeueResult(try store.cancel(filter, actor: actor, dryRun: dryRun, now: now), dryRun: dryRun)
     }
 
     private static func check(_ filter: RequeueFilter, allowed: Set<OutboxState>, _ verb: String) throws {

@@ -89,9 +89,9 @@ struct RequeueOptions: ParsableArguments {
     /// `retried 3 message(s): 4, 7, 9` (ids listed up to 100).
     func report(_ verb: String, _ result: RequeueResult) -> String {
         let shown = result.ids.prefix(100).map(String.init).joined(separator: ", ")
-        let more = result.ids.count > 100 ? ", …" : ""
+        let more = result.count > 100 ? ", …" : ""
         let head = result.dryRun ? "would have \(verb)" : verb
-        return "\(head) \(result.ids.count) message(s)\(result.ids.isEmpty ? "" : ": " + shown + more)"
+        return "\(head) \(result.count) message(s)\(result.ids.isEmpty ? "" : ": " + shown + more)"
     }
 }
 

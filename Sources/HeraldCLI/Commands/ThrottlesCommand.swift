@@ -16,6 +16,7 @@ struct ThrottlesCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many hours back to show.") var hours = 24
+    @Option(help: "At most this many rows (the newest hours first, the largest counts first within an hour).") var limit = 1000
     @OptionGroup var output: OutputOptions
 
     static let columns: [RowWriter.Column] = [
@@ -35,13 +36,18 @@ struct ThrottlesCommand: AsyncParsableCommand {
             let format = try output.resolved()
             guard hours > 0 else { throw HeraldError(.argumentError, "--hours: expected a positive number of hours") }
             let reports = try await Runtime.load(global).actions().reports
-            let counts = try reports.abuseCounts(since: Date().addingTimeInterval(-Double(hours) * 3600))
+            guard limit > 0 else { throw HeraldError(.argumentError, "--limit: expected a positive number of rows") }
+            // One more than shown, to say when rows were left out.
+            let counts = try reports.abuseCounts(since: Date().addingTimeInterval(-Double(hours) * 3600), limit: limit + 1)
             let writer = RowWriter(format: format, columns: Self.columns)
-            for count in counts {
+            for count in counts.prefix(limit) {
                 let row = Row(hour: count.hour.iso8601, counter: count.counter, count: count.count, key: count.key)
                 try writer.write([row.hour, row.counter, "\(row.count)", row.key], json: row)
             }
             writer.finish(empty: "(nothing refused)")
+            if counts.count > limit {
+                FileHandle.standardError.write(Data("herald: showing the first \(limit) rows; --limit shows more\n".utf8))
+            }
         }
     }
 }

@@ -68,7 +68,7 @@ extension ConsoleController {
         let fields = try await ConsoleForm.read(&request, as: MessageFields.self)
         let operation: BulkOperation
         let search: MessageSearch
-        let matched: [Int64]
+        let matched: RequeueResult
         let confirmed = bulk?.confirm == "yes"
         do {
             guard let bulk, let fields else { throw HeraldError(.argumentError, "the form could not be read: give each field once") }
@@ -102,7 +102,7 @@ extension ConsoleController {
     /// "Cancel 722 messages?": the count of the dry run, and a button that posts the same change with `confirm=yes`
     /// (the ticked rows it matched, or the search with its times resolved).
     private func confirmBulk(
-        _ operation: BulkOperation, _ matched: [Int64], pairs: [(String, String)], context: HeraldRequestContext
+        _ operation: BulkOperation, _ matched: RequeueResult, pairs: [(String, String)], context: HeraldRequestContext
     ) -> Response {
         let session = context.consoleSession
         let verb = operation.change == .retry ? "Retry" : "Cancel"
@@ -123,7 +123,8 @@ extension ConsoleController {
             ? "Each is queued again with a fresh attempt budget and a new code; its old link stops working."
             : "They will not be sent; a retry can queue them again later."
         var hidden = [("csrf", session?.csrf ?? ""), ("op", operation.name), ("confirm", "yes")] + pairs
-        if !operation.wholeSearch { hidden += matched.map { ("ids[]", "\($0)") } }
+        // Ticked rows are at most `bulkSelectionLimit`, as many as a match lists, so every matched one is here.
+        if !operation.wholeSearch { hidden += matched.ids.map { ("ids[]", "\($0)") } }
         let inputs = hidden.map { name, value in
             #"<input type="hidden" name="\#(ConsolePage.escape(name))" value="\#(ConsolePage.escape(value))">"#
         }.joined()

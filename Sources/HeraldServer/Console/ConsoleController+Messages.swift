@@ -205,12 +205,12 @@ extension ConsoleController {
         var states: Set<OutboxState> { self == .retry ? SendingService.retryableStates : SendingService.cancellableStates }
     }
 
-    /// A retry or a cancel through `SendingService`, as `herald messages retry|cancel` makes it: the rows it matched
-    /// (and, unless a dry run, changed).
-    func requeue(_ change: MessageChange, _ filter: RequeueFilter, dryRun: Bool) async throws -> [Int64] {
+    /// A retry or a cancel through `SendingService`, as `herald messages retry|cancel` makes it: how many rows it
+    /// matched (a dry run) or changed, and the first of their ids.
+    func requeue(_ change: MessageChange, _ filter: RequeueFilter, dryRun: Bool) async throws -> RequeueResult {
         switch change {
-        case .retry: return try await offload { try sending.retryMessages(filter, actor: "console", dryRun: dryRun).ids }
-        case .cancel: return try await offload { try sending.cancelMessages(filter, actor: "console", dryRun: dryRun).ids }
+        case .retry: return try await offload { try sending.retryMessages(filter, actor: "console", dryRun: dryRun) }
+        case .cancel: return try await offload { try sending.cancelMessages(filter, actor: "console", dryRun: dryRun) }
         }
     }
 
@@ -219,14 +219,14 @@ extension ConsoleController {
         guard let id = context.parameters.get("id", as: Int64.self) else {
             return failure(HeraldError(.notFound, "no such message"), "Message", context: context)
         }
-        let changed: [Int64]
+        let changed: Int
         do {
             _ = try await offload { try console.messageHistory(id: id) }  // a 404 page for a row that does not exist
-            changed = try await requeue(change, RequeueFilter(states: change.states, ids: [id]), dryRun: false)
+            changed = try await requeue(change, RequeueFilter(states: change.states, ids: [id]), dryRun: false).count
         } catch {
             return failure(error, "Message \(id)", context: context)
         }
-        let done = changed.isEmpty ? "unchanged" : change == .retry ? "retried" : "cancelled"
+        let done = changed == 0 ? "unchanged" : change == .retry ? "retried" : "cancelled"
         logAction("message \(done)", context: context, ["outbox_id": "\(id)"])
         return ConsolePage.redirect(to: "/admin/messages/\(id)?done=\(done)")
     }

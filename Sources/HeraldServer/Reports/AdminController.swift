@@ -55,8 +55,8 @@ struct AdminController: Sendable {
         let dryRun: Bool
 
         init(_ result: RequeueResult) {
-            count = result.ids.count
-            ids = result.ids.prefix(1000).map(String.init)
+            count = result.count
+            ids = result.ids.map(String.init)
             dryRun = result.dryRun
         }
     }

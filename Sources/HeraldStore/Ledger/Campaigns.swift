@@ -161,15 +161,21 @@ extension LedgerEngine {
         }
     }
 
-    public func campaignAccounts(unverifiedOnly: Bool) throws -> [(email: String, displayName: String?)] {
+    public func campaignAccounts(unverifiedOnly: Bool, after: CampaignAccount?, limit: Int) throws -> [CampaignAccount] {
         try read { db in
-            try db.rows(
+            let bytewise = db.dialect.bytewise
+            let page = after == nil ? "" : "AND (created_at > ? OR (created_at = ? AND uid\(bytewise) > ?))"
+            let arguments: SQLArguments = after.map { [$0.createdAt, $0.createdAt, $0.uid] } ?? []
+            return try db.rows(
                 """
-                SELECT email, display_name FROM accounts
-                WHERE email IS NOT NULL AND disabled = 0 \(unverifiedOnly ? "AND email_verified = 0" : "")
-                ORDER BY created_at, uid\(db.dialect.bytewise)
-                """
-            ).map { (email: $0["email"] as String, displayName: $0["display_name"] as String?) }
+                SELECT uid, created_at, email, display_name FROM accounts
+                WHERE email IS NOT NULL AND disabled = 0 \(unverifiedOnly ? "AND email_verified = 0" : "") \(page)
+                ORDER BY created_at, uid\(bytewise) LIMIT \(max(0, limit))
+                """, arguments
+            ).map {
+                CampaignAccount(
+                    uid: $0["uid"], createdAt: $0["created_at"], email: $0["email"], displayName: $0["display_name"] as String?)
+            }
         }
     }
 

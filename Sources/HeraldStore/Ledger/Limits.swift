@@ -42,11 +42,14 @@ extension LedgerEngine {
         }
     }
 
-    public func abuseCounts(since: Date) throws -> [AbuseCount] {
+    public func abuseCounts(since: Date, limit: Int) throws -> [AbuseCount] {
         try read { db in
             let bytewise = db.dialect.bytewise
             return try db.fetchAll(
-                "SELECT * FROM abuse_counts WHERE hour >= ? ORDER BY hour DESC, count DESC, counter\(bytewise), key\(bytewise)",
+                """
+                SELECT * FROM abuse_counts WHERE hour >= ?
+                ORDER BY hour DESC, count DESC, counter\(bytewise), key\(bytewise) LIMIT \(max(0, limit))
+                """,
                 [Int64(since.timeIntervalSince1970) / 3600]
             ).map(Records.abuseCount)
         }

@@ -1101,5 +1101,11 @@ extension LedgerMigration {
                 """,
             ]),
         LedgerRollups.migration,
+        // `herald campaigns create --from-accounts` reads the accounts a page at a time in creation order; without
+        // this index each page would sort the whole table.
+        LedgerMigration(
+            "v31: accounts in creation order",
+            sqlite: ["CREATE INDEX accounts_created ON accounts(created_at, uid)"],
+            postgres: [#"CREATE INDEX accounts_created ON accounts(created_at, uid COLLATE "C")"#]),
     ]
 }

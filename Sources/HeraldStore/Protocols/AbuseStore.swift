@@ -39,8 +39,8 @@ public protocol AbuseStore {
     /// Adds counts to `abuse_counts` (one row per counter, key and hour). Not fsynced: a crash may lose the last ones.
     func addAbuseCounts(_ counts: [AbuseCount]) throws
 
-    /// The counts of the hours from `since` on, newest first.
-    func abuseCounts(since: Date) throws -> [AbuseCount]
+    /// The counts of the hours from `since` on, newest first and the largest first within an hour: up to `limit`.
+    func abuseCounts(since: Date, limit: Int) throws -> [AbuseCount]
 }
 
 extension AbuseStore where Self: Sendable {

@@ -66,6 +66,23 @@ public protocol CampaignStore: Sendable {
     /// Cancels the campaign: every row not yet sent becomes `cancelled`; returns how many.
     func cancel(campaign id: Int64, now: Date) throws -> Int
 
-    /// Every account with an email that is not disabled (optionally only unverified ones), oldest first.
-    func campaignAccounts(unverifiedOnly: Bool) throws -> [(email: String, displayName: String?)]
+    /// A page of the accounts with an email that are not disabled (optionally only unverified ones), oldest first:
+    /// up to `limit` after `after` (the last of the page before).
+    func campaignAccounts(unverifiedOnly: Bool, after: CampaignAccount?, limit: Int) throws -> [CampaignAccount]
+}
+
+/// An account a campaign from the account store mails; its creation time and uid place it in the listing.
+public struct CampaignAccount: Sendable, Hashable {
+    public let uid: String
+    /// Milliseconds since 1970.
+    public let createdAt: Int64
+    public let email: String
+    public let displayName: String?
+
+    public init(uid: String, createdAt: Int64, email: String, displayName: String?) {
+        self.uid = uid
+        self.createdAt = createdAt
+        self.email = email
+        self.displayName = displayName
+    }
 }
