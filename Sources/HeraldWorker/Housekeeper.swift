@@ -7,7 +7,8 @@ import Synchronization
 /// The worker process's presence in the ledger, on its own thread: registers it, beats its
 /// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, folds the outbox tallies and
 /// rollups (PostgreSQL), and prunes the per-minute rollups past two days and link events and abuse counters past
-/// `ledger.eventRetention` (at start, then hourly).
+/// `ledger.eventRetention` (at start, then hourly), and messages past `ledger.messageRetention` (a sweep that starts
+/// hourly and deletes one small batch per heartbeat, so neither the heartbeat nor the ledger's writer waits on it).
 ///
 /// A worker on this host is judged by its process alone: gone is dead, running is alive however long it has been
 /// paused. One on another host is dead once its heartbeat is older than `worker.heartbeatTimeout` by the ledger's
@@ -35,13 +36,19 @@ final class Housekeeper: @unchecked Sendable {
     private var lastPrune = Date.distantPast
     /// What the connections last said of the relay, and whether the ledger has it yet (written with a heartbeat).
     private let relay = Mutex<(problem: RelayProblem?, written: Bool)>((nil, true))
-    private let eventRetention: TimeInterval
+    private let retention: HeraldConfiguration.Ledger
+    /// Where the message sweep goes on at the next beat (the last id it looked at); nil while none is under way.
+    private var messageSweep: Int64?
+    private var prunedInSweep = 0
     static let checkpointInterval: TimeInterval = 10
     static let pruneInterval: TimeInterval = 3600
+    /// Rows a beat looks at, and at most deletes, in one transaction: ~100 a second at the longest heartbeat
+    /// interval, 8 million a day.
+    static let messagesPerBeat = 500
 
     init(
         store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int,
-        eventRetention: TimeInterval = 0
+        retention: HeraldConfiguration.Ledger = HeraldConfiguration.Ledger()
     ) {
         let now = Date()
         me = WorkerProcess(
@@ -53,7 +60,7 @@ final class Housekeeper: @unchecked Sendable {
         self.heartbeatTimeout = heartbeatTimeout
         self.maxAttempts = maxAttempts
         fence = ClaimFence(heartbeatTimeout: heartbeatTimeout)
-        self.eventRetention = eventRetention
+        self.retention = retention
     }
 
     /// How often the heartbeat is written: a sixth of the timeout, between 0.5 s and 5 s.
@@ -141,6 +148,7 @@ final class Housekeeper: @unchecked Sendable {
         reportRelay()
         sweep()
         prune()
+        pruneMessages()
         do { try store.foldTallies() } catch { logger.debug("tallies not folded", metadata: ["error": "\(error)"]) }
         if Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval {
             lastCheckpoint = Date()
@@ -192,14 +200,34 @@ final class Housekeeper: @unchecked Sendable {
         let now = Date()
         guard now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
         lastPrune = now
+        if retention.messageRetention > 0 && messageSweep == nil { messageSweep = 0 }
         do {
             try store.pruneRollups(now: now)
-            guard eventRetention > 0 else { return }
-            let deleted = try store.pruneEvents(before: now.addingTimeInterval(-eventRetention))
+            guard retention.eventRetention > 0 else { return }
+            let deleted = try store.pruneEvents(before: now.addingTimeInterval(-retention.eventRetention))
             if deleted > 0 { logger.info("pruned \(deleted) ledger events older than the retention", metadata: ["events": "\(deleted)"]) }
         } catch {
             lastPrune = .distantPast
             logger.debug("pruning skipped", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// One step of the message sweep: the next `messagesPerBeat` rows, the finished ones past `ledger.messageRetention`
+    /// deleted. A step that fails is taken again at the next beat.
+    private func pruneMessages() {
+        guard let after = messageSweep else { return }
+        let now = Date()
+        do {
+            let step = try store.pruneMessages(
+                before: now.addingTimeInterval(-retention.messageRetention), after: after, limit: Self.messagesPerBeat, now: now)
+            messageSweep = step.next
+            prunedInSweep += step.deleted
+            guard step.next == nil, prunedInSweep > 0 else { return }
+            logger.info(
+                "pruned \(prunedInSweep) messages older than ledger.messageRetention", metadata: ["messages": "\(prunedInSweep)"])
+            prunedInSweep = 0
+        } catch {
+            logger.debug("message pruning paused", metadata: ["error": "\(error)"])
         }
     }
 

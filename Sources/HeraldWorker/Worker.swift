@@ -43,8 +43,8 @@ public struct Worker: Sendable {
     let dataTimeout: TimeInterval
     let connectionBackoff: (base: TimeInterval, cap: TimeInterval)
     let heartbeatTimeout: TimeInterval
-    /// `ledger.eventRetention`: the housekeeper prunes older events; 0 keeps them.
-    let eventRetention: TimeInterval
+    /// `ledger.eventRetention` and `ledger.messageRetention`: the housekeeper prunes older events and messages.
+    let retention: HeraldConfiguration.Ledger
     let logger: Logger
     /// Opens the given number of SMTP connections as one dispatcher.
     let makeDispatcher: @Sendable (_ lanes: Int) throws -> any MailDispatcher
@@ -85,7 +85,7 @@ public struct Worker: Sendable {
         dataTimeout = configuration.smtp.dataTimeout
         connectionBackoff = (configuration.worker.connectionBackoffBase, configuration.worker.connectionBackoffCap)
         heartbeatTimeout = configuration.worker.heartbeatTimeout
-        eventRetention = configuration.ledger.eventRetention
+        retention = configuration.ledger
         self.logger = logger
         self.makeDispatcher = makeDispatcher
         rateLimiter = RateLimiter(perSecond: configuration.worker.maxRate, shared: store as? any SharedRateLimits)
@@ -110,7 +110,7 @@ public struct Worker: Sendable {
         let housekeeping = StopSignal()
         let housekeeper = Housekeeper(
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
-            maxAttempts: policy.maxAttempts, eventRetention: eventRetention)
+            maxAttempts: policy.maxAttempts, retention: retention)
         let count = max(1, concurrency)
         let inFlight = InFlightCount()
         // The log is copied beside the desk, not in its commits (`checkpointInBackground`).

@@ -99,6 +99,18 @@ import Testing
         #expect(try await load("smtp: {dataTimeout: 60s}\nworker: {lease: 5m}").worker.lease == 300)
     }
 
+    @Test func messageRetentionIsOffByDefaultAndAtLeastThirtyDays() async throws {
+        #expect(try await load("project: {id: acme}").ledger.messageRetention == 0)
+        #expect(try await load("ledger: {messageRetention: 400d}").ledger.messageRetention == 400 * 86_400)
+        #expect(
+            try await load("ledger: {messageRetention: 0}", environment: ["HERALD_LEDGER_MESSAGE_RETENTION": "30d"]).ledger.messageRetention
+                == 30 * 86_400)
+        let short = await problem("ledger: {messageRetention: 7d}")
+        #expect(
+            short == "INVALID_CONFIGURATION : ledger.messageRetention: must be 0 (keep every message) or at least 30d, got 7d",
+            "\(short ?? "accepted")")
+    }
+
     @Test func aShortOrRepetitiveAdminTokenStopsStartUpNamingTheKeyAndTheMinimum() async throws {
         for weak in ["a", "test-admin-token", String(repeating: "ab", count: 20)] {
             let message = try #require(await problem("server: {adminToken: \"\(weak)\"}"))

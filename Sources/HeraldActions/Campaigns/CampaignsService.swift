@@ -121,6 +121,9 @@ extension CampaignsService {
         var campaign = try store.campaign(
             named: request.name, kind: request.kind, settings: settings, rate: request.rate, startAt: request.startAt,
             linkLifetime: request.linkLifetime, source: sourceName, now: Date())
+        if let prunedAt = campaign.prunedAt {
+            throw Campaign.prunedImportRefusal(id: campaign.id, name: campaign.name, prunedAt: prunedAt)
+        }
         let kind = request.kind
         // Before any row is queued: no row of the campaign goes out with other templates than its own.
         if let files = request.templates { try store.setTemplates(files, campaign: campaign.id) }

@@ -41,7 +41,7 @@ extension RedemptionService {
             let detail = HeraldError.Code.invalidOOBCode.rawValue
             try store.recordLinkEvent(codeID: nil, kind: .rejected, visitor: screened(visitor, now: now), detail: detail, now: now)
             chargeBadCode(visitor, now: now)
-            throw HeraldError(.invalidOOBCode, "")
+            throw unknownCodeRefusal(code)
         }
         if let problem = record.problem(at: now, expecting: Set(ActionKind.allCases)) { throw problem }
         return CodeInfo(record)
@@ -53,7 +53,7 @@ extension RedemptionService {
         try store.recordLinkEvent(codeID: record?.id, kind: .click, visitor: screened(visitor, now: now), detail: nil, now: now)
         guard let record, record.kind == kind else {
             chargeBadCode(visitor, now: now)
-            return .invalid
+            return record == nil && wasPruned(code) ? .expired : .invalid
         }
         if record.redeemedAt != nil { return .used }
         if record.supersededAt != nil { return .invalid }
@@ -78,7 +78,7 @@ extension RedemptionService {
     }
 
     func applyVerification(_ code: CodeSpelling, visitor: Visitor, now: Date) throws -> (account: Account, code: CodeInfo) {
-        let (account, record) = try checkingCode(visitor, now: now) { try store.redeemVerification(code, visitor: $0, now: now) }
+        let (account, record) = try checkingCode(code, visitor, now: now) { try store.redeemVerification(code, visitor: $0, now: now) }
         forget(code)
         return (account, CodeInfo(record))
     }
@@ -97,7 +97,7 @@ extension RedemptionService {
         try PasswordHasher.checkStrength(newPassword)
         // Refuse unusable codes before the deliberately slow hash (the redemption checks again, atomically).
         let record = try store.code(code)
-        if let problem = record == nil ? HeraldError(.invalidOOBCode, "") : record!.problem(at: now, expecting: [.resetPassword]) {
+        if let problem = record == nil ? unknownCodeRefusal(code) : record!.problem(at: now, expecting: [.resetPassword]) {
             let detail = problem.code.rawValue
             try store.recordLinkEvent(codeID: record?.id, kind: .rejected, visitor: screened(visitor, now: now), detail: detail, now: now)
             if record == nil { chargeBadCode(visitor, now: now) }
@@ -111,7 +111,7 @@ extension RedemptionService {
     func setPassword(_ code: CodeSpelling, newPassword: String, visitor: Visitor, now: Date) throws -> Account {
         let hash = try PasswordHasher.hash(newPassword)
         // Sessions end as the reset commits, after the slow hash: a sign-in racing it is ended too.
-        let account = try checkingCode(visitor, now: now) {
+        let account = try checkingCode(code, visitor, now: now) {
             try store.redeemPasswordReset(code, passwordHash: hash, visitor: $0, now: max(now, Date()))
         }
         forget(code)
@@ -138,7 +138,7 @@ extension RedemptionService {
     ) async throws -> (session: Session, isNewUser: Bool) {
         let store = store
         let redemption = try await offload {
-            try self.checkingCode(visitor, now: now) {
+            try self.checkingCode(code, visitor, now: now) {
                 try store.redeemEmailLinkSignIn(code, email: email, linkingTo: linkTo?.uid, newUID: Account.newUID(), visitor: $0, now: now)
             }
         }
@@ -163,7 +163,7 @@ extension RedemptionService {
     }
 
     func consumeForApp(_ code: CodeSpelling, expecting kinds: Set<ActionKind>, visitor: Visitor, now: Date) throws -> CodeInfo {
-        let record = try checkingCode(visitor, now: now) { try store.consume(code, expecting: kinds, visitor: $0, now: now) }
+        let record = try checkingCode(code, visitor, now: now) { try store.consume(code, expecting: kinds, visitor: $0, now: now) }
         forget(code)
         return CodeInfo(record)
     }

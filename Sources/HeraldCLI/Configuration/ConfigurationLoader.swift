@@ -351,6 +351,7 @@ struct ConfigurationParser {
         c.limits.ipSignInFailuresPerHour = try await number(
             "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
+        c.ledger.messageRetention = try await duration("ledger.messageRetention", c.ledger.messageRetention, positive: false)
         try await parseObservability(&c)
         try await parseWebhooks(&c)
         c.providers = try await providers()
@@ -358,6 +359,12 @@ struct ConfigurationParser {
             // The daily cap counts a day of suppressed requests; pruning them sooner than the outbox rows they
             // stand beside would let the cap tell registered addresses from unknown ones.
             throw problem("ledger.eventRetention", "must be 0 (keep everything) or at least 1d, got \(DurationText.format(c.ledger.eventRetention))")
+        }
+        let minimum = HeraldConfiguration.Ledger.minimumMessageRetention
+        if c.ledger.messageRetention > 0 && c.ledger.messageRetention < minimum {
+            throw problem(
+                "ledger.messageRetention",
+                "must be 0 (keep every message) or at least \(DurationText.format(minimum)), got \(DurationText.format(c.ledger.messageRetention))")
         }
         return c
     }

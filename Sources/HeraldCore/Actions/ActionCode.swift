@@ -49,18 +49,30 @@ public struct ActionCode: Sendable {
     /// (43 characters), the SHA-256 alone. The secret 32 bytes never reach the ledger.
     public static func ledgerKey(_ plaintext: String) -> [UInt8] {
         let digest = hash(plaintext)
+        guard let key = key(plaintext) else { return digest }
+        var out = [UInt8](repeating: 0, count: 8)
+        for index in 0..<8 { out[index] = UInt8(truncatingIfNeeded: key >> (56 - 8 * UInt64(index))) }
+        return out + digest
+    }
+
+    /// When a keyed code was made, from its key (microseconds since 1970); nil for a code without a key. Anyone can
+    /// write a code with any key: this says when the code claims it was made, not that it exists.
+    public static func claimedCreation(_ plaintext: String) -> Date? {
+        key(plaintext).map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+    }
+
+    /// The 8-byte key of a keyed code (54 characters whose first 11 decode); nil for anything else.
+    private static func key(_ plaintext: String) -> UInt64? {
         let utf8 = plaintext.utf8
-        guard utf8.count == keyedLength else { return digest }
+        guard utf8.count == keyedLength else { return nil }
         // The key is the first 64 of the 66 bits in the first 11 characters: ten whole ones, then the eleventh's top
         // four (its last two belong to the random part).
         var key: UInt64 = 0
         for (index, character) in utf8.prefix(11).enumerated() {
-            guard let value = Base64URL.value(character) else { return digest }
+            guard let value = Base64URL.value(character) else { return nil }
             key = index < 10 ? key << 6 | UInt64(value) : key << 4 | UInt64(value >> 2)
         }
-        var out = [UInt8](repeating: 0, count: 8)
-        for index in 0..<8 { out[index] = UInt8(truncatingIfNeeded: key >> (56 - 8 * UInt64(index))) }
-        return out + digest
+        return key
     }
 
     /// The length of a keyed code: 40 bytes in unpadded base64url.

@@ -338,6 +338,14 @@ public struct HeraldConfiguration: Sendable {
     public struct Ledger: Sendable {
         /// Link events, suppressed requests and abuse counters older than this are deleted; 0 keeps them forever.
         public var eventRetention: TimeInterval = 90 * 86_400
+        /// Finished messages first queued and last changed longer ago than this are deleted with their codes,
+        /// attempts, link events and feedback (a campaign's once none of its rows is left to send); 0 keeps them
+        /// forever.
+        public var messageRetention: TimeInterval = 0
+        /// The shortest `messageRetention`: unsubscribe links and late bounces of pruned campaign mail still work
+        /// through tombstones, but a month is what senders are asked to honour an unsubscribe within, and what
+        /// most late bounces and complaints arrive within.
+        public static let minimumMessageRetention: TimeInterval = 30 * 86_400
         public init() {}
     }
 

@@ -16,10 +16,13 @@ public struct Campaign: Sendable, Hashable {
     public let linkLifetime: TimeInterval?
     public let rejected: Int
     public let createdAt: Date
+    /// When message retention (`ledger.messageRetention`) first deleted some of its rows: its import cannot run
+    /// again (the rows that would tell it who was mailed are gone).
+    public let prunedAt: Date?
 
     public init(
         id: Int64, name: String, kind: ActionKind, state: State, settings: ActionCodeSettings, rate: Double?, startAt: Date,
-        linkLifetime: TimeInterval?, rejected: Int, createdAt: Date
+        linkLifetime: TimeInterval?, rejected: Int, createdAt: Date, prunedAt: Date? = nil
     ) {
         self.id = id
         self.name = name
@@ -31,6 +34,15 @@ public struct Campaign: Sendable, Hashable {
         self.linkLifetime = linkLifetime
         self.rejected = rejected
         self.createdAt = createdAt
+        self.prunedAt = prunedAt
+    }
+
+    /// Why rows cannot be queued for a campaign whose rows were pruned.
+    public static func prunedImportRefusal(id: Int64, name: String, prunedAt: Date) -> HeraldError {
+        HeraldError(
+            .argumentError,
+            "campaign \(id) \"\(name)\" finished and its messages were pruned on \(prunedAt.iso8601) (ledger.messageRetention): "
+                + "importing into it again would mail everyone twice; choose another name")
     }
 
 }

@@ -82,11 +82,11 @@ extension LedgerEngine {
         try read { db in try db.fetchAll("SELECT * FROM campaigns ORDER BY id", []).map(Records.campaign) }
     }
 
-    /// Outbox rows per state for one campaign.
+    /// Outbox rows per state for one campaign, with those pruned (`ledger.messageRetention`) in the state they left in.
     public func counts(campaign id: Int64) throws -> [OutboxState: Int] {
         try read { db in
             var counts: [OutboxState: Int] = [:]
-            for tally in try Self.tallies(db, campaign: id) {
+            for tally in try Self.tallies(db, campaign: id) + Self.prunedTallies(db, campaign: id) {
                 if let state = OutboxState(rawValue: tally.state) { counts[state, default: 0] += tally.count }
             }
             return counts
@@ -96,7 +96,7 @@ extension LedgerEngine {
     public func campaignCounts() throws -> [Int64: [OutboxState: Int]] {
         try read { db in
             var counts: [Int64: [OutboxState: Int]] = [:]
-            for tally in try Self.tallies(db) where tally.campaign != 0 {
+            for tally in try Self.tallies(db) + Self.prunedTallies(db) where tally.campaign != 0 {
                 if let state = OutboxState(rawValue: tally.state) { counts[tally.campaign, default: [:]][state, default: 0] += tally.count }
             }
             return counts

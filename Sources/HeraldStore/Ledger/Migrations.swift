@@ -1107,5 +1107,6 @@ extension LedgerMigration {
             "v31: accounts in creation order",
             sqlite: ["CREATE INDEX accounts_created ON accounts(created_at, uid)"],
             postgres: [#"CREATE INDEX accounts_created ON accounts(created_at, uid COLLATE "C")"#]),
+        LedgerRetention.migration,
     ]
 }

@@ -23,7 +23,7 @@ import HeraldCore
 /// `rollup_deltas` (as the outbox tallies do) and `foldTallies` folds them.
 enum LedgerRollups {
     enum Family: String {
-        case attempts, links, sent, replies, clicked, redeemed, delays, feedback, webhooks
+        case attempts, links, sent, replies, clicked, redeemed, delays, feedback, webhooks, pruned
     }
 
     /// How long the per-minute rows are kept: the overview's longest window, and a day to spare.

@@ -87,7 +87,13 @@ extension LedgerEngine {
     {
         let at = now.milliseconds
         return try writeDurably { db in
-            guard let row = try db.row("SELECT recipient, state FROM outbox WHERE id = ?", [feedback.outboxID]) else { return nil }
+            guard let row = try db.row("SELECT recipient, state FROM outbox WHERE id = ?", [feedback.outboxID]) else {
+                // A message pruned by `ledger.messageRetention` is gone with its feedback; its tombstone still names
+                // the address, so what the feedback says of the address counts.
+                guard let recipient = try Self.tombstone(db, feedback.outboxID)?.recipient else { return nil }
+                return try Self.suppress(
+                    for: feedback, recipient: recipient, state: .sent, db, softLimit: softLimit, softWindow: softWindow, now: now)
+            }
             let recipient: String = row["recipient"]
             var state = OutboxState(rawValue: row["state"]) ?? .sent
             try db.execute(
@@ -103,16 +109,31 @@ extension LedgerEngine {
                 state = next
                 try emitWebhook(db, .bounced, outboxID: feedback.outboxID, at: at, extra: FeedbackRows.webhookExtra(feedback))
             }
-            let suppression = try FeedbackRules.suppression(
-                for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
-            ) { since in
-                try db.value(
-                    "SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?",
-                    [recipient, since], as: Int.self) ?? 0
-            }
-            guard let entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
-            let changed = try Self.suppress(entry, db, now: now)
-            return FeedbackOutcome(recipient: recipient, state: state, suppressed: changed ? entry : nil)
+            return try Self.suppress(for: feedback, recipient: recipient, state: state, db, softLimit: softLimit, softWindow: softWindow, now: now)
+        }
+    }
+
+    /// The suppression `feedback` earns its recipient (`FeedbackRules`), entered.
+    private static func suppress(
+        for feedback: MailFeedback, recipient: String, state: OutboxState, _ db: Session, softLimit: Int, softWindow: TimeInterval,
+        now: Date
+    ) throws -> FeedbackOutcome {
+        let suppression = try FeedbackRules.suppression(
+            for: feedback, recipient: recipient, softLimit: softLimit, softWindow: softWindow, now: now
+        ) { since in
+            try db.value(
+                "SELECT COUNT(DISTINCT outbox_id) FROM mail_feedback WHERE recipient = ? AND kind = 'soft' AND received_at > ?",
+                [recipient, since], as: Int.self) ?? 0
+        }
+        guard let entry = suppression else { return FeedbackOutcome(recipient: recipient, state: state, suppressed: nil) }
+        let changed = try Self.suppress(entry, db, now: now)
+        return FeedbackOutcome(recipient: recipient, state: state, suppressed: changed ? entry : nil)
+    }
+
+    /// What `ledger.messageRetention` kept of a pruned campaign message that was sent.
+    private static func tombstone(_ db: Session, _ outboxID: Int64) throws -> (recipient: String, locale: String, campaign: Int64)? {
+        try db.row("SELECT recipient, locale, campaign_id FROM outbox_tombstones WHERE id = ?", [outboxID]).map {
+            ($0["recipient"], $0["locale"], $0["campaign_id"])
         }
     }
 
@@ -121,7 +142,12 @@ extension LedgerEngine {
             guard
                 let row = try db.row(
                     "SELECT recipient, state, campaign_id FROM outbox WHERE id = ? AND campaign_id IS NOT NULL", [outboxID])
-            else { return nil }
+            else {
+                // Pruned (`ledger.messageRetention`): the tombstone names the address; the click is not kept.
+                guard let (recipient, _, campaign) = try Self.tombstone(db, outboxID) else { return nil }
+                let entry = Self.unsubscribe(recipient, campaign: campaign, outboxID: outboxID, now: now)
+                return FeedbackOutcome(recipient: recipient, state: .sent, suppressed: try Self.suppress(entry, db, now: now) ? entry : nil)
+            }
             let recipient: String = row["recipient"]
             let campaign: Int64 = row["campaign_id"]
             try db.execute(
@@ -129,22 +155,29 @@ extension LedgerEngine {
                 INSERT INTO mail_feedback (outbox_id, recipient, kind, status, diagnostic, received_at)
                 VALUES (?, ?, 'unsubscribe', NULL, ?, ?)
                 """, [outboxID, recipient, "one-click unsubscribe from campaign \(campaign)", now.milliseconds])
-            let entry = Suppression(
-                email: recipient, reason: .unsubscribe, detail: "campaign \(campaign)", outboxID: outboxID, createdAt: now)
+            let entry = Self.unsubscribe(recipient, campaign: campaign, outboxID: outboxID, now: now)
             let changed = try Self.suppress(entry, db, now: now)
             return FeedbackOutcome(
                 recipient: recipient, state: OutboxState(rawValue: row["state"]) ?? .sent, suppressed: changed ? entry : nil)
         }
     }
 
+    /// The suppression a one-click unsubscribe enters.
+    private static func unsubscribe(_ recipient: String, campaign: Int64, outboxID: Int64, now: Date) -> Suppression {
+        Suppression(email: recipient, reason: .unsubscribe, detail: "campaign \(campaign)", outboxID: outboxID, createdAt: now)
+    }
+
     public func unsubscribeTarget(outboxID: Int64) throws -> (email: String, locale: String, campaign: Campaign)? {
         try read { db in
+            // The message, or what `ledger.messageRetention` kept of it once pruned.
             guard
                 let row = try db.row(
                     """
-                    SELECT o.recipient, o.locale AS recipient_locale, c.* FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
-                    WHERE o.id = ?
-                    """, [outboxID])
+                    SELECT o.recipient, o.locale AS recipient_locale, c.* FROM (
+                        SELECT id, recipient, locale, campaign_id FROM outbox WHERE id = :id
+                        UNION ALL SELECT id, recipient, locale, campaign_id FROM outbox_tombstones WHERE id = :id) AS o
+                    JOIN campaigns c ON c.id = o.campaign_id
+                    """, ["id": outboxID])
             else { return nil }
             return (row["recipient"], row["recipient_locale"], try Records.campaign(row))
         }

@@ -25,6 +25,7 @@ extension PostgresStore {
         // READ COMMITTED: a recipient already in the campaign is settled by ON CONFLICT, not by a read.
         let (result, nextPosition) = try pool.write(.readCommitted) { db -> ([CampaignAddOutcome], Int64) in
             try Self.announceQueued(db)
+            try LedgerRetention.refuseIfPruned(db, campaign: campaign)
             var position = startPosition
             var outcomes: [CampaignAddOutcome] = []
             outcomes.reserveCapacity(recipients.count)

@@ -13,7 +13,8 @@ extension PostgresStore {
     static let copiedTables = [
         "campaigns", "campaign_templates", "bulk_sends", "accounts", "outbox", "action_codes", "delivery_attempts", "link_events", "refresh_tokens",
         "workers", "suppressed_sends", "send_counts", "abuse_counts", "federated_identities", "account_events", "suppressions",
-        "mail_feedback", "outbox_events", "webhook_deliveries", "console_actions", "template_revisions",
+        "mail_feedback", "outbox_events", "webhook_deliveries", "console_actions", "template_revisions", "outbox_tombstones",
+        "ledger_marks", "rollups",
     ]
 
     /// - Throws: `INVALID_CONFIGURATION` when there is no file at `path` to copy from (checked before anything opens
@@ -107,11 +108,10 @@ extension PostgresStore {
                 }
                 report.tables.append((table, copied))
             }
-            // Copied codes arrive redeemed and copied messages attempted, past the triggers that count redemptions
-            // and replies as they happen: the rollups are made again from the rows, as migration v30 made them.
+            // The rollups arrive as SQLite kept them: they hold what pruned rows left behind (a pruned campaign's
+            // report) as well as what the rows say. What the triggers counted of the copied rows (codes arrive
+            // redeemed, messages attempted, past the triggers that count as things happen) is dropped.
             try db.execute("DELETE FROM rollup_deltas")
-            try db.execute("DELETE FROM rollups")
-            for statement in LedgerRollups.backfill(.postgres) { try db.execute(statement) }
             return report
         }
     }

@@ -35,10 +35,11 @@ public protocol CampaignStore: Sendable {
     /// Replaces the campaign's own templates with `files` (none: it uses the global templates).
     func setTemplates(_ files: [TemplateFile], campaign id: Int64) throws
 
-    /// Outbox rows per state for one campaign.
+    /// Outbox rows per state for one campaign, with its pruned rows (`ledger.messageRetention`) in the states they
+    /// left in.
     func counts(campaign id: Int64) throws -> [OutboxState: Int]
 
-    /// Outbox rows per state of every campaign that has rows, in one read of the tallies.
+    /// Outbox rows per state of every campaign that has rows (pruned ones too), in one read of the tallies.
     func campaignCounts() throws -> [Int64: [OutboxState: Int]]
 
     /// Messages each campaign sent since `since` (attempts that ended in `sent`), for campaigns that sent any: their

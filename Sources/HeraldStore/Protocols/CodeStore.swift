@@ -27,6 +27,9 @@ public protocol CodeStore: Sendable {
     /// The stored record of a code, looked up by the code's hash.
     func code(_ plaintext: String) throws -> CodeRecord?
 
+    /// The newest creation time of a code that message retention deleted; nil when none was.
+    func prunedCodesThrough() throws -> Date?
+
     /// Records a page view, a redemption or a rejected attempt of a link.
     func recordLinkEvent(codeID: Int64?, kind: LinkEventKind, visitor: Visitor, detail: String?, now: Date) throws
 

@@ -108,4 +108,9 @@ public protocol WorkerRegistry: Sendable {
     /// Deletes the per-minute rollups (the overview's attempts and link events) the overview no longer reads: those
     /// two days older than `now`.
     func pruneRollups(now: Date) throws
+
+    /// One step of pruning messages older than `before` (`ledger.messageRetention`): among the `limit` rows after id
+    /// `after`, deletes the finished ones (a campaign's only once the whole campaign is) with their codes, attempts,
+    /// link events, feedback and events, in one short transaction. `next` is where the next step starts.
+    func pruneMessages(before: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune
 }

@@ -22,6 +22,7 @@ extension SQLiteStore {
         let messageIDs = MessageID.Maker(domain: messageDomain)
         guard !recipients.isEmpty else { return [] }
         let outcomes = try writeDurably { db -> [CampaignAddOutcome] in
+            try LedgerRetention.refuseIfPruned(db, campaign: campaign)
             /// The INSERT of `rows` rows, with the values every row shares bound.
             func prepared(_ rows: Int) throws -> BoundStatement {
                 let insert = try BoundStatement(db, sql: rows == Self.recipientsPerInsert ? Self.insertChunk : Self.insertRecipients(rows))

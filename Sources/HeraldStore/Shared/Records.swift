@@ -50,7 +50,7 @@ enum Records {
             id: row["id"], name: row["name"], kind: kind, state: state,
             settings: try JSONDecoder().decode(ActionCodeSettings.self, from: Data((row["settings"] as String).utf8)), rate: row["rate"],
             startAt: Date(milliseconds: row["start_at"]), linkLifetime: row["link_lifetime"], rejected: row["rejected"],
-            createdAt: Date(milliseconds: row["created_at"]))
+            createdAt: Date(milliseconds: row["created_at"]), prunedAt: (row["pruned_at"] as Int64?).map(Date.init(milliseconds:)))
     }
 
     static func message(_ row: some LedgerRow) throws -> OutboxMessage {

@@ -1,0 +1,179 @@
+import Foundation
+import HeraldCore
+
+/// Message retention (`ledger.messageRetention`, migration v32): finished messages older than the retention leave
+/// the ledger with their codes, attempts, link events, feedback and events, a batch at a time.
+///
+/// What the deleted rows answered survives them:
+/// - a campaign's counts and report: its rows by state go to the `pruned` rollup family, which `counts(campaign:)`
+///   and `campaignCounts()` add back, and the report's other families never decrement on delete;
+/// - a campaign is pruned only once none of its rows is left to send, and is then marked (`campaigns.pruned_at`),
+///   so the import that made it cannot run again and mail everyone a second time;
+/// - a sent campaign message leaves a tombstone (its id, address, locale and campaign): its one-click unsubscribe
+///   link and a late bounce still find the address;
+/// - the newest creation time of a pruned code is kept (`ledger_marks`), so a link made before it that is no longer
+///   in the ledger answers "expired" rather than "invalid".
+enum LedgerRetention {
+    static let migration = LedgerMigration(
+        "v32: message retention",
+        sqlite: [
+            "ALTER TABLE campaigns ADD COLUMN pruned_at INTEGER",
+            """
+            CREATE TABLE outbox_tombstones (
+                id INTEGER PRIMARY KEY, recipient TEXT NOT NULL, locale TEXT NOT NULL, campaign_id INTEGER NOT NULL)
+            """,
+            "CREATE TABLE ledger_marks (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        ],
+        postgres: [
+            "ALTER TABLE campaigns ADD COLUMN pruned_at BIGINT",
+            """
+            CREATE TABLE outbox_tombstones (
+                id BIGINT PRIMARY KEY, recipient TEXT NOT NULL, locale TEXT NOT NULL, campaign_id BIGINT NOT NULL)
+            """,
+            "CREATE TABLE ledger_marks (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+        ])
+
+    /// The `ledger_marks` row of the newest pruned code's creation time, in microseconds (its key).
+    static let prunedCodesMark = "pruned_codes"
+
+    /// Refuses to queue rows for a campaign whose rows were pruned: those that would tell an import who was mailed
+    /// are gone. Inside the import's transaction (on PostgreSQL holding the campaign's row, which a prune updates),
+    /// so a prune and an import of one campaign never interleave.
+    static func refuseIfPruned(_ db: some LedgerSession, campaign: Campaign) throws {
+        let lock = db.dialect == .postgres ? " FOR SHARE" : ""
+        guard let pruned = try db.value("SELECT pruned_at FROM campaigns WHERE id = ?\(lock)", [campaign.id], as: Int64.self) else { return }
+        throw Campaign.prunedImportRefusal(id: campaign.id, name: campaign.name, prunedAt: Date(milliseconds: pruned))
+    }
+
+    /// The states a row sits in while a worker may still send it.
+    static let pendingStates = Set([OutboxState.queued, .deferred, .sending].map(\.rawValue))
+}
+
+/// One step of a prune: how many messages it deleted, and where the next step starts (nil: the sweep is done).
+public struct MessagePrune: Sendable, Hashable {
+    public let deleted: Int
+    public let next: Int64?
+
+    public init(deleted: Int, next: Int64?) {
+        self.deleted = deleted
+        self.next = next
+    }
+}
+
+extension LedgerEngine {
+    /// Deletes the prunable messages among the `limit` rows after id `after`, with everything that refers to them, in
+    /// one short transaction. A message is prunable when it is finished (not queued, deferred or sending), was
+    /// first queued and last changed before `cutoff`, and, for a campaign's, when none of the campaign's rows is
+    /// left to send. The sweep ends at the first row queued at or after `cutoff`: ids follow queueing time.
+    public func pruneMessages(before cutoff: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune {
+        let cut = cutoff.milliseconds
+        return try write { db in
+            let rows = try db.rows(
+                """
+                SELECT id, state, updated_at, COALESCE(first_queued_at, queued_at) AS queued, campaign_id, sent_at
+                FROM outbox WHERE id > ? ORDER BY id LIMIT \(max(1, limit))
+                """, [after])
+            var finished: [Int64: Bool] = [:]
+            var prunable: [Int64] = []
+            var pruned: [Int64: [String: Int]] = [:]
+            var reachedTheNewer = false
+            for row in rows {
+                if (row["queued"] as Int64) >= cut {
+                    reachedTheNewer = true
+                    break
+                }
+                let state: String = row["state"]
+                guard !LedgerRetention.pendingStates.contains(state), (row["updated_at"] as Int64) < cut else { continue }
+                if let campaign = row["campaign_id"] as Int64? {
+                    if finished[campaign] == nil { finished[campaign] = try Self.campaignIsFinished(db, campaign) }
+                    guard finished[campaign] == true else { continue }
+                    pruned[campaign, default: [:]][state, default: 0] += 1
+                }
+                prunable.append(row["id"])
+            }
+            let next = reachedTheNewer || rows.count < limit ? nil : rows.last.map { $0["id"] as Int64 }
+            guard !prunable.isEmpty else { return MessagePrune(deleted: 0, next: next) }
+            try Self.deleteMessages(db, prunable, pruned: pruned, now: now)
+            return MessagePrune(deleted: prunable.count, next: next)
+        }
+    }
+
+    /// The newest creation time of a code that pruning deleted; nil when none was.
+    public func prunedCodesThrough() throws -> Date? {
+        try read { db in
+            try db.value("SELECT value FROM ledger_marks WHERE name = ?", [LedgerRetention.prunedCodesMark], as: Int64.self)
+                .map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+        }
+    }
+
+    /// A campaign none of whose rows is left to send (from its tallies).
+    private static func campaignIsFinished(_ db: Session, _ campaign: Int64) throws -> Bool {
+        try !tallies(db, campaign: campaign).contains { LedgerRetention.pendingStates.contains($0.state) && $0.count > 0 }
+    }
+
+    /// Deletes the messages `ids` and what refers to them, child tables first; keeps the tombstones, the campaigns'
+    /// pruned counts (`pruned`: rows per campaign and state) and the newest pruned code's creation time.
+    private static func deleteMessages(_ db: Session, _ ids: [Int64], pruned: [Int64: [String: Int]], now: Date) throws {
+        let list = ids.map(String.init).joined(separator: ",")
+        // A keyed code's stored key begins with its 8-byte creation time (`ActionCode.generateForLedger`).
+        let newestCode = try db.column("SELECT code_hash FROM action_codes WHERE outbox_id IN (\(list))", as: Data.self)
+            .filter { $0.count == 40 }.map { $0.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) } }.max()
+        try db.run("DELETE FROM link_events WHERE code_id IN (SELECT id FROM action_codes WHERE outbox_id IN (\(list)))")
+        for table in ["action_codes", "delivery_attempts", "mail_feedback", "outbox_events"] {
+            try db.run("DELETE FROM \(table) WHERE outbox_id IN (\(list))")
+        }
+        try db.run(
+            """
+            INSERT INTO outbox_tombstones (id, recipient, locale, campaign_id)
+            SELECT id, recipient, locale, campaign_id FROM outbox
+            WHERE id IN (\(list)) AND campaign_id IS NOT NULL AND sent_at IS NOT NULL
+            ON CONFLICT (id) DO NOTHING
+            """)
+        for (campaign, states) in pruned {
+            for (state, count) in states {
+                let values: SQLArguments = [LedgerRollups.Family.pruned.rawValue, campaign, Int64(0), state, count]
+                switch db.dialect {
+                case .sqlite:
+                    try db.run(
+                        """
+                        INSERT INTO rollups (family, campaign, bucket, label, n) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (family, campaign, bucket, label) DO UPDATE SET n = rollups.n + excluded.n
+                        """, values)
+                case .postgres:
+                    try db.run("INSERT INTO rollup_deltas (family, campaign, bucket, label, n) VALUES (?, ?, ?, ?, ?)", values)
+                }
+            }
+            try db.run("UPDATE campaigns SET pruned_at = COALESCE(pruned_at, ?) WHERE id = ?", [now.milliseconds, campaign])
+        }
+        try db.run("DELETE FROM outbox WHERE id IN (\(list))")
+        if let newestCode {
+            try db.run(
+                """
+                INSERT INTO ledger_marks (name, value) VALUES (?, ?)
+                ON CONFLICT (name) DO UPDATE
+                SET value = CASE WHEN excluded.value > ledger_marks.value THEN excluded.value ELSE ledger_marks.value END
+                """, [LedgerRetention.prunedCodesMark, newestCode])
+        }
+    }
+
+    /// The pruned rows of one campaign, or of every campaign, as tallies by state (`action` empty).
+    static func prunedTallies(_ db: Session, campaign: Int64? = nil) throws -> [OutboxTally] {
+        let only = campaign == nil ? "" : "AND campaign = :campaign"
+        let arguments: SQLArguments = ["family": LedgerRollups.Family.pruned.rawValue, "campaign": campaign ?? 0]
+        let sql =
+            switch db.dialect {
+            case .sqlite: "SELECT campaign, label, n FROM rollups WHERE family = :family \(only)"
+            case .postgres:
+                """
+                SELECT campaign, label, CAST(SUM(n) AS BIGINT) AS n FROM (
+                    SELECT campaign, label, n FROM rollups WHERE family = :family \(only)
+                    UNION ALL SELECT campaign, label, n FROM rollup_deltas WHERE family = :family \(only)) AS r
+                GROUP BY campaign, label
+                """
+            }
+        return try db.rows(sql, arguments).compactMap { row in
+            let count = row["n"] as Int
+            return count == 0 ? nil : OutboxTally(state: row["label"], action: "", campaign: row["campaign"], count: count)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+"""Message retention (`ledger.messageRetention`): a running worker prunes old finished mail in small steps, and what
+the pruned rows answered survives them: the campaign's report, the refusal to import the campaign again."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sqlite3
+
+from helpers import db_path, query, wait_until, write_config
+
+DAY_MS = 86_400_000
+
+
+def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survives(herald, start_capture, tmp_path):
+    capture = start_capture()
+    config = write_config(tmp_path, capture)
+    emails = [f"member{i:02d}@x.test" for i in range(12)]
+    recipients = tmp_path / "recipients.csv"
+    recipients.write_text("email\n" + "".join(f"{e}\n" for e in emails), encoding="utf-8")
+    created = herald("campaign", "create", "spring", "--action", "verify-email", "--recipients", str(recipients), config=config)
+    campaign = int(re.search(r"\bcampaign (\d+)", created.stdout).group(1))
+    herald.send("verify-email", "single@x.test", config=config)
+    herald.worker_until_empty(config, timeout=120)
+    report = herald("campaign", "report", str(campaign), "--format", "json", config=config).stdout
+    assert json.loads(report)["counts"]["sent"] == len(emails), report
+    listed = herald("campaigns", "list", "--format", "json", config=config).stdout
+
+    # As if all of it was queued and sent 40 days ago; one message queued now stays (and ends the sweep).
+    db = db_path(tmp_path)
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
+            "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
+    fresh = herald.send("verify-email", "fresh@x.test", config=config)
+    kept = write_config(tmp_path, capture, name="kept.yaml",
+                        ledger={"messageRetention": "30d"}, worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})
+    worker = herald.start("worker", config=kept, name="worker")
+    try:
+        wait_until(lambda: query(db, "SELECT COUNT(*) AS n FROM outbox")[0]["n"] == 1, timeout=60,
+                   what="the old messages pruned")
+    finally:
+        worker.proc.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    assert [r["id"] for r in query(db, "SELECT id FROM outbox")] == [fresh]
+    for table in ("action_codes", "delivery_attempts"):
+        assert query(db, f"SELECT COUNT(*) AS n FROM {table} WHERE outbox_id <> ?", (fresh,))[0]["n"] == 0, table
+    assert query(db, "SELECT COUNT(*) AS n FROM outbox_tombstones WHERE campaign_id = ?", (campaign,))[0]["n"] == len(emails)
+    assert "pruned" in worker.stderr() or "pruned" in worker.stdout(), worker.stderr()
+
+    # The campaign's report and its line in the list read as before.
+    assert herald("campaign", "report", str(campaign), "--format", "json", config=config).stdout == report
+    assert json.loads(herald("campaigns", "list", "--format", "json", config=config).stdout) == json.loads(listed)
+    # Importing it again would mail everyone twice: refused with one line, and nothing is queued.
+    again = herald("campaign", "create", "spring", "--action", "verify-email", "--recipients", str(recipients),
+                   config=config, check=False)
+    assert again.returncode != 0
+    assert "pruned" in again.stderr and "choose another name" in again.stderr, again.stderr
+    assert query(db, "SELECT COUNT(*) AS n FROM outbox")[0]["n"] == 1
