@@ -9,7 +9,11 @@ Postfix's smtp-sink with `herald worker --until-empty --concurrency 4`). Before 
 and the file's bytes per message are read. Each campaign also reports its end-to-end time (CSV to all sent), its
 import and send rates, and the worker's CPU per message.
 
-Not a test: nothing here asserts. Not yet here (issue #45): pruning, and 10 million rows by default (pass --steps 10).
+With --prune, the first campaign's messages are then aged 40 days and `herald serve` (its worker embedded) runs with
+`ledger.messageRetention: 30d` while wrk sends accounts:sendOobCode at a paced rate: the prune's duration and rows per
+second, and the API's p99 in 20 s windows during it, beside the same load's p99 with retention off.
+
+Not a test: nothing here asserts. Not yet here (issue #45): 10 million rows by default (pass --steps 10).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ import time
 from pathlib import Path
 
 import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import run_wrk  # noqa: E402  (scripts/bench.py: wrk with scripts/bench-sendoobcode.lua)
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "scale-bench-admin-token-0123456789abcdef"
@@ -141,6 +148,58 @@ def measure(herald: str, env: dict, database: Path, probes: int, audit_email: st
     return figures
 
 
+def paced_p99(url: str, seconds: float, rate: float, run: str) -> dict:
+    """sendOobCode at about `rate` requests/s from 10 wrk connections for `seconds`."""
+    connections = 10
+    return run_wrk(url, connections, seconds, 1000.0 * connections / rate, run)
+
+
+def prune(herald: str, env: dict, database: Path, rate: float) -> list:
+    """Ages the first campaign 40 days, then measures the API with retention off and during the prune."""
+    with sqlite3.connect(database) as db:
+        campaign, rows = db.execute(
+            "SELECT campaign, SUM(n) FROM outbox_tallies WHERE campaign = (SELECT MIN(id) FROM campaigns) GROUP BY 1").fetchone()
+        age = 40 * 86_400_000
+        db.execute("UPDATE outbox SET queued_at = queued_at - ?1, first_queued_at = first_queued_at - ?1, "
+                   "updated_at = updated_at - ?1, sent_at = sent_at - ?1 WHERE campaign_id = ?2", (age, campaign))
+        db.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1 "
+                   "WHERE outbox_id IN (SELECT id FROM outbox WHERE campaign_id = ?2)", (age, campaign))
+    lines = []
+    for retention in ("0", "30d"):
+        port = free_port()
+        server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port),
+                      "HERALD_LEDGER_MESSAGE_RETENTION": retention}
+        for limit in ("IP_SENDS_PER_MINUTE", "IP_SENDS_PER_HOUR", "ACCOUNT_SENDS_PER_HOUR", "PROJECT_SENDS_PER_HOUR"):
+            server_env[f"HERALD_LIMITS_{limit}"] = "0"
+        server = subprocess.Popen([herald, "serve", "--config", CONFIG], env=server_env, cwd=REPO, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            wait_for_port(port)
+            url = f"http://127.0.0.1:{port}/v1/accounts:sendOobCode?key=demo-api-key"
+            if retention == "0":
+                idle = paced_p99(url, 20, rate, "idle")
+                lines.append(f"retention off: sendOobCode paced {idle.get('rate', 0):,.0f}/s, p50 {idle.get('p50', 0):.2f} ms, "
+                             f"p99 {idle.get('p99', 0):.2f} ms")
+                continue
+            started = time.monotonic()
+            windows = []
+            left = rows
+            while left > 0 and time.monotonic() - started < 3600:
+                windows.append(paced_p99(url, 20, rate, f"prune{len(windows)}"))
+                with sqlite3.connect(database, timeout=60) as db:
+                    left = db.execute("SELECT COALESCE(SUM(n), 0) FROM outbox_tallies WHERE campaign = ?", (campaign,)).fetchone()[0]
+            seconds = time.monotonic() - started
+            p99s = [w.get("p99", 0) for w in windows]
+            lines.append(f"prune of {rows - left:,} messages (campaign {campaign}) within {seconds:,.0f} s "
+                         f"(about {(rows - left) / seconds:,.0f} messages/s; measured in 20 s windows)")
+            lines.append(f"during it: sendOobCode paced {statistics.median(w.get('rate', 0) for w in windows):,.0f}/s, "
+                         f"p99 per window median {statistics.median(p99s):.2f} ms, worst {max(p99s):.2f} ms")
+        finally:
+            server.terminate()
+            server.wait(timeout=120)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--herald", default=str(REPO / ".build/release/herald"))
@@ -148,6 +207,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="campaigns (the ledger ends with step x steps messages)")
     parser.add_argument("--probes", type=int, default=20, help="requests per figure (the report: a quarter of them)")
     parser.add_argument("--config", default=str(REPO / "config/herald.yaml"), help="the configuration file every command reads")
+    parser.add_argument("--prune", action="store_true", help="then prune the first campaign under paced API load")
+    parser.add_argument("--prune-rate", type=float, default=200, help="sendOobCode requests per second during --prune")
     args = parser.parse_args()
     sink_path = shutil.which("smtp-sink") or "/usr/sbin/smtp-sink"
     if not Path(sink_path).exists():
@@ -172,6 +233,10 @@ def main() -> None:
             print(grow(args.herald, env, work, index, args.step, (index - 1) * args.step), flush=True)
             rows.append(measure(args.herald, env, database, args.probes, "user0@example.com"))
             print(f"after campaign {index}: {rows[-1]}", flush=True)
+        if args.prune:
+            pruned = prune(args.herald, env, database, args.prune_rate)
+            for line in pruned:
+                print(line, flush=True)
     finally:
         sink.terminate()
         sink.wait(timeout=30)
@@ -183,6 +248,8 @@ def main() -> None:
     for row in rows:
         cells = [f"{row[name]:>13.1f} ms" if name in row else f"{'-':>16}" for name in names]
         print(f"{row['messages']:>12,} | " + " | ".join(cells) + f" | {row['bytes per message']:>13,.0f}")
+    if args.prune:
+        print("\n" + "\n".join(pruned))
 
 
 if __name__ == "__main__":

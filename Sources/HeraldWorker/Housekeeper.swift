@@ -8,7 +8,8 @@ import Synchronization
 /// heartbeat, returns the rows of workers that died, checkpoints the ledger's log, folds the outbox tallies and
 /// rollups (PostgreSQL), and prunes the per-minute rollups past two days and link events and abuse counters past
 /// `ledger.eventRetention` (at start, then hourly), and messages past `ledger.messageRetention` (a sweep that starts
-/// hourly and deletes one small batch per heartbeat, so neither the heartbeat nor the ledger's writer waits on it).
+/// hourly and takes small steps for a quarter of each heartbeat interval, pausing between them, so neither the
+/// heartbeat nor the ledger's writer waits on it for long).
 ///
 /// A worker on this host is judged by its process alone: gone is dead, running is alive however long it has been
 /// paused. One on another host is dead once its heartbeat is older than `worker.heartbeatTimeout` by the ledger's
@@ -42,9 +43,8 @@ final class Housekeeper: @unchecked Sendable {
     private var prunedInSweep = 0
     static let checkpointInterval: TimeInterval = 10
     static let pruneInterval: TimeInterval = 3600
-    /// Rows a beat looks at, and at most deletes, in one transaction: ~100 a second at the longest heartbeat
-    /// interval, 8 million a day.
-    static let messagesPerBeat = 500
+    /// Rows one step of the message sweep looks at, and at most deletes, in one transaction.
+    static let messagesPerStep = 200
 
     init(
         store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int,
@@ -212,22 +212,35 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    /// One step of the message sweep: the next `messagesPerBeat` rows, the finished ones past `ledger.messageRetention`
-    /// deleted. A step that fails is taken again at the next beat.
+    /// The message sweep's share of a heartbeat: steps of `messagesPerStep` rows, the finished ones past
+    /// `ledger.messageRetention` deleted, while a quarter of the heartbeat interval lasts (the last step may end
+    /// after it), with a pause as long as the step took between steps, so the ledger's writer is free at least half
+    /// that time. A step that fails is taken again at the next beat.
     private func pruneMessages() {
-        guard let after = messageSweep else { return }
-        let now = Date()
-        do {
-            let step = try store.pruneMessages(
-                before: now.addingTimeInterval(-retention.messageRetention), after: after, limit: Self.messagesPerBeat, now: now)
-            messageSweep = step.next
-            prunedInSweep += step.deleted
-            guard step.next == nil, prunedInSweep > 0 else { return }
-            logger.info(
-                "pruned \(prunedInSweep) messages older than ledger.messageRetention", metadata: ["messages": "\(prunedInSweep)"])
-            prunedInSweep = 0
-        } catch {
-            logger.debug("message pruning paused", metadata: ["error": "\(error)"])
+        let began = MonotonicInstant.now()
+        while let after = messageSweep, MonotonicInstant.now().seconds(since: began) < interval / 4 {
+            let stepBegan = MonotonicInstant.now()
+            let now = Date()
+            do {
+                let step = try store.pruneMessages(
+                    before: now.addingTimeInterval(-retention.messageRetention), after: after, limit: Self.messagesPerStep, now: now)
+                messageSweep = step.next
+                prunedInSweep += step.deleted
+            } catch {
+                logger.debug("message pruning paused", metadata: ["error": "\(error)"])
+                return
+            }
+            if messageSweep == nil {
+                if prunedInSweep > 0 {
+                    logger.info(
+                        "pruned \(prunedInSweep) messages older than ledger.messageRetention", metadata: ["messages": "\(prunedInSweep)"])
+                }
+                prunedInSweep = 0
+                return
+            }
+            let took = MonotonicInstant.now().seconds(since: stepBegan)
+            guard MonotonicInstant.now().seconds(since: began) + took < interval / 4 else { return }
+            if stop.wait(took) { return }
         }
     }
 

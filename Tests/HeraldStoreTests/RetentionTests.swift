@@ -30,9 +30,17 @@ import Testing
         try Fixture.add(["x1@example.com", "x2@example.com"], to: finished, now: now, in: store)
         let running = try Fixture.campaign("running", now: now, in: store)
         try Fixture.add(["y1@example.com"], to: running, now: now, in: store)
+        // Links that work for 90 days keep their messages past a 30-day cutoff.
+        let long = try Fixture.campaign("long", linkLifetime: 90 * 86_400, now: now, in: store)
+        try Fixture.add(["z1@example.com"], to: long, now: now, in: store)
         let claimed = try store.claim(policy, now: now)
-        #expect(claimed.count == 4)
-        for message in claimed { try store.record(message, Fixture.sent(at: now), policy: policy) }
+        #expect(claimed.count == 5)
+        for message in claimed {
+            // x2's final dot got no reply: possibly delivered, so its unsubscribe link may be in an inbox too.
+            let outcome =
+                message.message.recipient.value == "x2@example.com" ? Fixture.possiblyDelivered(retryAt: nil, at: now) : Fixture.sent(at: now)
+            try store.record(message, outcome, policy: policy)
+        }
         let code = { (id: Int64) in claimed.first { $0.message.id == id }!.code.plaintext }
         let ids = Dictionary(uniqueKeysWithValues: claimed.map { ($0.message.recipient.value, $0.message.id) })
         // A click, a redemption and a bounce for the finished campaign, so its report has something to keep.
@@ -46,17 +54,19 @@ import Testing
         try Fixture.add(["y2@example.com"], to: running, now: now, in: store)
         let waiting = try store.enqueue(Fixture.request(.resetPassword, "b@example.com"), messageDomain: domain, throttle: nil, now: now)
         let newer = try store.enqueue(
-            Fixture.request(.resetPassword, "c@example.com"), messageDomain: domain, throttle: nil, now: now.addingTimeInterval(2 * 86_400))
-        let later = now.addingTimeInterval(40 * 86_400)
+            Fixture.request(.resetPassword, "c@example.com"), messageDomain: domain, throttle: nil, now: now.addingTimeInterval(31 * 86_400))
+        let later = now.addingTimeInterval(60 * 86_400)
+        let cutoff = now.addingTimeInterval(30 * 86_400)
         let before = try campaignView(store, finished.id, at: later)
         let metricsBefore = try store.outboxCounts().reduce(0) { $0 + $1.count }
+        let statesBefore = try store.stateCounts()
 
-        let step = try store.pruneMessages(before: now.addingTimeInterval(86_400), after: 0, limit: 500, now: later)
+        let step = try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later)
         #expect(step == MessagePrune(deleted: 3, next: nil), "the single sent reset and the finished campaign's two; stops at the newer")
         let left = Set(try store.messages().map(\.id))
-        #expect(
-            left
-                == Set([ids["y1@example.com"]!, waiting, newer] + (try store.messages().filter { $0.recipient.value == "y2@example.com" }.map(\.id))))
+        let y2 = try store.messages().filter { $0.recipient.value == "y2@example.com" }.map(\.id)
+        #expect(left == Set([ids["y1@example.com"]!, ids["z1@example.com"]!, waiting, newer] + y2))
+        #expect(try store.campaign(id: long.id).prunedAt == nil)
         #expect(!left.contains(single))
         #expect(try store.code(code(single)) == nil && store.code(code(ids["x1@example.com"]!)) == nil)
         #expect(try store.attempts(outboxID: single).isEmpty)
@@ -64,6 +74,7 @@ import Testing
         // The campaign's counts and report are what they were; the outbox's own counts (the metrics) shrank.
         #expect(try campaignView(store, finished.id, at: later) == before)
         #expect(try store.outboxCounts().reduce(0) { $0 + $1.count } == metricsBefore - 3)
+        #expect(try store.stateCounts() == statesBefore, "a worker's progress counts pruned rows in the state they left in")
         #expect(try store.campaign(id: finished.id).prunedAt == later)
         #expect(try store.campaign(id: running.id).prunedAt == nil)
 
@@ -89,7 +100,7 @@ import Testing
         #expect(try campaignView(store, finished.id, at: later) == before, "feedback on pruned mail changes no report")
 
         // Nothing more is old enough.
-        #expect(try store.pruneMessages(before: now.addingTimeInterval(86_400), after: 0, limit: 500, now: later).deleted == 0)
+        #expect(try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later).deleted == 0)
     }
 
     /// A sweep walks the ledger a batch at a time, each step after the last id the one before looked at, and ends at
@@ -104,8 +115,8 @@ import Testing
         }
         for message in try store.claim(policy, now: now) { try store.record(message, Fixture.failed(at: now), policy: policy) }
         let newer = try store.enqueue(
-            Fixture.request(.verifyEmail, "new@example.com"), messageDomain: domain, throttle: nil, now: now.addingTimeInterval(3 * 86_400))
-        let cutoff = now.addingTimeInterval(86_400)
+            Fixture.request(.verifyEmail, "new@example.com"), messageDomain: domain, throttle: nil, now: now.addingTimeInterval(31 * 86_400))
+        let cutoff = now.addingTimeInterval(30 * 86_400)
         var steps: [MessagePrune] = []
         var after: Int64? = 0
         while let from = after {

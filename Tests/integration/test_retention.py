@@ -33,6 +33,8 @@ def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survi
         connection.execute(
             "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
             "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
+        connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
+                           (40 * DAY_MS,))
     fresh = herald.send("verify-email", "fresh@x.test", config=config)
     kept = write_config(tmp_path, capture, name="kept.yaml",
                         ledger={"messageRetention": "30d"}, worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})

@@ -69,11 +69,12 @@ extension LedgerEngine {
         }
     }
 
-    /// Counts rows per state.
+    /// Counts rows per state, with those message retention pruned in the state they left in (so a worker's progress,
+    /// which counts what grew, keeps counting while its housekeeper prunes).
     public func stateCounts() throws -> [OutboxState: Int] {
         try read { db in
             var counts: [OutboxState: Int] = [:]
-            for tally in try Self.tallies(db) {
+            for tally in try Self.tallies(db) + Self.prunedTallies(db) {
                 if let state = OutboxState(rawValue: tally.state) { counts[state, default: 0] += tally.count }
             }
             return counts

@@ -1,15 +1,16 @@
 import Foundation
 import HeraldCore
 
-/// Message retention (`ledger.messageRetention`, migration v32): finished messages older than the retention leave
-/// the ledger with their codes, attempts, link events, feedback and events, a batch at a time.
+/// Message retention (`ledger.messageRetention`, migration v32): finished messages older than the retention, whose
+/// links have expired, leave the ledger with their codes, attempts, link events, feedback and events, a batch at a
+/// time.
 ///
 /// What the deleted rows answered survives them:
 /// - a campaign's counts and report: its rows by state go to the `pruned` rollup family, which `counts(campaign:)`
 ///   and `campaignCounts()` add back, and the report's other families never decrement on delete;
 /// - a campaign is pruned only once none of its rows is left to send, and is then marked (`campaigns.pruned_at`),
 ///   so the import that made it cannot run again and mail everyone a second time;
-/// - a sent campaign message leaves a tombstone (its id, address, locale and campaign): its one-click unsubscribe
+/// - a sent (or possibly delivered) campaign message leaves a tombstone (its id, address, locale and campaign): its one-click unsubscribe
 ///   link and a late bounce still find the address;
 /// - the newest creation time of a pruned code is kept (`ledger_marks`), so a link made before it that is no longer
 ///   in the ledger answers "expired" rather than "invalid".
@@ -37,11 +38,16 @@ enum LedgerRetention {
     static let prunedCodesMark = "pruned_codes"
 
     /// Refuses to queue rows for a campaign whose rows were pruned: those that would tell an import who was mailed
-    /// are gone. Inside the import's transaction (on PostgreSQL holding the campaign's row, which a prune updates),
-    /// so a prune and an import of one campaign never interleave.
+    /// are gone. Inside the import's transaction, so a prune and an import of one campaign never interleave: SQLite
+    /// has one writer; on PostgreSQL the import writes the campaign's row, which a prune also writes, so a prune that
+    /// judged the campaign finished from a snapshot older than the import's commit fails to serialize and runs again.
     static func refuseIfPruned(_ db: some LedgerSession, campaign: Campaign) throws {
-        let lock = db.dialect == .postgres ? " FOR SHARE" : ""
-        guard let pruned = try db.value("SELECT pruned_at FROM campaigns WHERE id = ?\(lock)", [campaign.id], as: Int64.self) else { return }
+        let read =
+            switch db.dialect {
+            case .sqlite: "SELECT pruned_at FROM campaigns WHERE id = ?"
+            case .postgres: "UPDATE campaigns SET updated_at = updated_at WHERE id = ? RETURNING pruned_at"
+            }
+        guard let pruned = try db.value(read, [campaign.id], as: Int64.self) else { return }
         throw Campaign.prunedImportRefusal(id: campaign.id, name: campaign.name, prunedAt: Date(milliseconds: pruned))
     }
 
@@ -63,15 +69,17 @@ public struct MessagePrune: Sendable, Hashable {
 extension LedgerEngine {
     /// Deletes the prunable messages among the `limit` rows after id `after`, with everything that refers to them, in
     /// one short transaction. A message is prunable when it is finished (not queued, deferred or sending), was
-    /// first queued and last changed before `cutoff`, and, for a campaign's, when none of the campaign's rows is
-    /// left to send. The sweep ends at the first row queued at or after `cutoff`: ids follow queueing time.
+    /// first queued and last changed before `cutoff`, has no unused code that expires after `cutoff`, and, for a
+    /// campaign's, when none of the campaign's rows is left to send. The sweep ends at the first row queued at or after `cutoff`: ids follow queueing time.
     public func pruneMessages(before cutoff: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune {
         let cut = cutoff.milliseconds
         return try write { db in
             let rows = try db.rows(
                 """
-                SELECT id, state, updated_at, COALESCE(first_queued_at, queued_at) AS queued, campaign_id, sent_at
-                FROM outbox WHERE id > ? ORDER BY id LIMIT \(max(1, limit))
+                SELECT o.id, o.state, o.updated_at, COALESCE(o.first_queued_at, o.queued_at) AS queued, o.campaign_id,
+                    (SELECT MAX(c.expires_at) FROM action_codes c
+                     WHERE c.outbox_id = o.id AND c.redeemed_at IS NULL AND c.superseded_at IS NULL) AS live_until
+                FROM outbox o WHERE o.id > ? ORDER BY o.id LIMIT \(max(1, limit))
                 """, [after])
             var finished: [Int64: Bool] = [:]
             var prunable: [Int64] = []
@@ -84,11 +92,13 @@ extension LedgerEngine {
                 }
                 let state: String = row["state"]
                 guard !LedgerRetention.pendingStates.contains(state), (row["updated_at"] as Int64) < cut else { continue }
+                // A link that still works (a long `--link-lifetime`) keeps its message until it has expired.
+                if let liveUntil = row["live_until"] as Int64?, liveUntil >= cut { continue }
                 if let campaign = row["campaign_id"] as Int64? {
                     if finished[campaign] == nil { finished[campaign] = try Self.campaignIsFinished(db, campaign) }
                     guard finished[campaign] == true else { continue }
-                    pruned[campaign, default: [:]][state, default: 0] += 1
                 }
+                pruned[row["campaign_id"] as Int64? ?? 0, default: [:]][state, default: 0] += 1
                 prunable.append(row["id"])
             }
             let next = reachedTheNewer || rows.count < limit ? nil : rows.last.map { $0["id"] as Int64 }
@@ -111,8 +121,8 @@ extension LedgerEngine {
         try !tallies(db, campaign: campaign).contains { LedgerRetention.pendingStates.contains($0.state) && $0.count > 0 }
     }
 
-    /// Deletes the messages `ids` and what refers to them, child tables first; keeps the tombstones, the campaigns'
-    /// pruned counts (`pruned`: rows per campaign and state) and the newest pruned code's creation time.
+    /// Deletes the messages `ids` and what refers to them, child tables first; keeps the tombstones, the pruned counts
+    /// (`pruned`: rows per campaign, 0 for none, and state) and the newest pruned code's creation time.
     private static func deleteMessages(_ db: Session, _ ids: [Int64], pruned: [Int64: [String: Int]], now: Date) throws {
         let list = ids.map(String.init).joined(separator: ",")
         // A keyed code's stored key begins with its 8-byte creation time (`ActionCode.generateForLedger`).
@@ -126,7 +136,7 @@ extension LedgerEngine {
             """
             INSERT INTO outbox_tombstones (id, recipient, locale, campaign_id)
             SELECT id, recipient, locale, campaign_id FROM outbox
-            WHERE id IN (\(list)) AND campaign_id IS NOT NULL AND sent_at IS NOT NULL
+            WHERE id IN (\(list)) AND campaign_id IS NOT NULL AND (sent_at IS NOT NULL OR possibly_delivered <> 0)
             ON CONFLICT (id) DO NOTHING
             """)
         for (campaign, states) in pruned {
@@ -143,7 +153,9 @@ extension LedgerEngine {
                     try db.run("INSERT INTO rollup_deltas (family, campaign, bucket, label, n) VALUES (?, ?, ?, ?, ?)", values)
                 }
             }
-            try db.run("UPDATE campaigns SET pruned_at = COALESCE(pruned_at, ?) WHERE id = ?", [now.milliseconds, campaign])
+            if campaign != 0 {
+                try db.run("UPDATE campaigns SET pruned_at = COALESCE(pruned_at, ?) WHERE id = ?", [now.milliseconds, campaign])
+            }
         }
         try db.run("DELETE FROM outbox WHERE id IN (\(list))")
         if let newestCode {
@@ -156,7 +168,7 @@ extension LedgerEngine {
         }
     }
 
-    /// The pruned rows of one campaign, or of every campaign, as tallies by state (`action` empty).
+    /// The pruned rows of one campaign (0: mail of none), or of all, as tallies by state (`action` empty).
     static func prunedTallies(_ db: Session, campaign: Int64? = nil) throws -> [OutboxTally] {
         let only = campaign == nil ? "" : "AND campaign = :campaign"
         let arguments: SQLArguments = ["family": LedgerRollups.Family.pruned.rawValue, "campaign": campaign ?? 0]

@@ -49,6 +49,8 @@ extension PostgresStore {
                         .invalidConfiguration, "the PostgreSQL ledger already holds \(rows) \(table) rows; copy into an empty one")
                 }
             }
+            // Summaries only (the rows they count are checked empty above): they arrive from SQLite as they are.
+            try db.execute("DELETE FROM rollups")
             var report = LedgerCopyReport()
             for table in Self.copiedTables {
                 let targetColumns = try db.fetchColumn(
