@@ -13,7 +13,7 @@ With --prune, the first campaign's messages are then aged 40 days and `herald se
 `ledger.messageRetention: 30d` while wrk sends accounts:sendOobCode at a paced rate: the prune's duration and rows per
 second, and the API's p99 in 20 s windows during it, beside the same load's p99 with retention off.
 
-Not a test: nothing here asserts. Not yet here (issue #45): 10 million rows by default (pass --steps 10).
+Not a test: nothing here asserts. 10 million rows take --steps 10 (BENCH_SCALE_STEPS=10).
 """
 
 from __future__ import annotations
