@@ -35,7 +35,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import run_wrk  # noqa: E402  (scripts/bench.py: wrk with scripts/bench-sendoobcode.lua)
+from bench import NO_ABUSE_LIMITS, run_wrk  # noqa: E402  (scripts/bench.py: wrk with scripts/bench-sendoobcode.lua)
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "scale-bench-admin-token-0123456789abcdef"
@@ -168,9 +168,7 @@ def prune(herald: str, env: dict, database: Path, rate: float) -> list:
     for retention in ("0", "30d"):
         port = free_port()
         server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port),
-                      "HERALD_LEDGER_MESSAGE_RETENTION": retention}
-        for limit in ("IP_SENDS_PER_MINUTE", "IP_SENDS_PER_HOUR", "ACCOUNT_SENDS_PER_HOUR", "PROJECT_SENDS_PER_HOUR"):
-            server_env[f"HERALD_LIMITS_{limit}"] = "0"
+                      "HERALD_LEDGER_MESSAGE_RETENTION": retention, **NO_ABUSE_LIMITS}
         server = subprocess.Popen([herald, "serve", "--config", CONFIG], env=server_env, cwd=REPO, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         try:

@@ -123,15 +123,19 @@ def run_wrk(url: str, connections: int, seconds: float, delay_ms: float, run: st
     return parse_wrk(completed.stdout)
 
 
+# One client address sends everything in the API benchmarks: the per-address abuse limits would refuse it (they are not
+# what is measured).
+NO_ABUSE_LIMITS = {f"HERALD_LIMITS_{limit}": "0"
+                   for limit in ("IP_SENDS_PER_MINUTE", "IP_SENDS_PER_HOUR", "ACCOUNT_SENDS_PER_HOUR", "PROJECT_SENDS_PER_HOUR")}
+
+
 def bench_api(herald: str, base_env: dict, work: Path, rate: float, seconds: float) -> list[str]:
     """sendOobCode against `herald serve`, closed loop and paced at `rate`; returns the report lines."""
     port = free_port()
     env = {**base_env, "HERALD_DATABASE_PATH": str(work / "api.sqlite"), "HERALD_SERVER_HOST": "127.0.0.1",
            "HERALD_SERVER_PORT": str(port)}
     env.pop("HERALD_WORKER_BATCH_SIZE")  # the default claim (50 rows) holds the ledger's writer for less than the 200 above
-    # One client address sends everything: the per-address abuse limits would refuse it (they are not what is measured).
-    for limit in ("IP_SENDS_PER_MINUTE", "IP_SENDS_PER_HOUR", "ACCOUNT_SENDS_PER_HOUR", "PROJECT_SENDS_PER_HOUR"):
-        env[f"HERALD_LIMITS_{limit}"] = "0"
+    env.update(NO_ABUSE_LIMITS)
     log = tempfile.TemporaryFile()
     server = subprocess.Popen([herald, "serve"], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
     try:

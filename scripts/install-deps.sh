@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 # postfix: a private instance relays and bounces mail in the bounce tests (Tests/support/postfix.py); its smtp-sink and
 # smtp-source tools serve the benchmark.
 # libcrypt-dev: crypt(3) from libxcrypt checks the bcrypt hashes of accounts imported from Firebase (Sources/CCrypt).
-packages=(libcurl4-openssl-dev libsqlite3-dev libcrypt-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix libfaketime)
+# zlib1g-dev: zlib writes and reads the gzip JSON lines of the message archive (Sources/CZlib, ledger.archive).
+packages=(libcurl4-openssl-dev libsqlite3-dev libcrypt-dev zlib1g-dev postgresql-15 openssl pkg-config ca-certificates chromium chromium-driver fonts-dejavu-core fonts-noto-core postfix libfaketime)
 requirements=Tests/requirements.txt
 if [ "${1:-}" = "demo" ]; then
-  packages=(libcurl4-openssl-dev libsqlite3-dev libcrypt-dev pkg-config ca-certificates)
+  packages=(libcurl4-openssl-dev libsqlite3-dev libcrypt-dev zlib1g-dev pkg-config ca-certificates)
   requirements=$(mktemp)
   grep '^aiosmtpd' Tests/requirements.txt >"$requirements"
 fi

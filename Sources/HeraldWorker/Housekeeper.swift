@@ -40,6 +40,11 @@ final class Housekeeper: @unchecked Sendable {
     private let retention: HeraldConfiguration.Ledger
     /// Where the message sweep goes on at the next beat (the last id it looked at); nil while none is under way.
     private var messageSweep: Int64?
+    /// `ledger.archive`, and the file the current sweep appends to (one per sweep).
+    private let archive: LedgerArchive?
+    private var sweepArchive: LedgerArchive.File?
+    /// Whether the archive's last failure was logged (once until a step succeeds again).
+    private var archiveFailureLogged = false
     private var prunedInSweep = 0
     static let checkpointInterval: TimeInterval = 10
     static let pruneInterval: TimeInterval = 3600
@@ -48,7 +53,7 @@ final class Housekeeper: @unchecked Sendable {
 
     init(
         store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int,
-        retention: HeraldConfiguration.Ledger = HeraldConfiguration.Ledger()
+        retention: HeraldConfiguration.Ledger = HeraldConfiguration.Ledger(), archive: LedgerArchive? = nil
     ) {
         let now = Date()
         me = WorkerProcess(
@@ -61,6 +66,7 @@ final class Housekeeper: @unchecked Sendable {
         self.maxAttempts = maxAttempts
         fence = ClaimFence(heartbeatTimeout: heartbeatTimeout)
         self.retention = retention
+        self.archive = archive
     }
 
     /// How often the heartbeat is written: a sixth of the timeout, between 0.5 s and 5 s.
@@ -200,7 +206,10 @@ final class Housekeeper: @unchecked Sendable {
         let now = Date()
         guard now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
         lastPrune = now
-        if retention.messageRetention > 0 && messageSweep == nil { messageSweep = 0 }
+        if retention.messageRetention > 0 && messageSweep == nil {
+            messageSweep = 0
+            sweepArchive = archive?.file(began: now, worker: me.id)
+        }
         do {
             try store.pruneRollups(now: now)
             guard retention.eventRetention > 0 else { return }
@@ -221,11 +230,23 @@ final class Housekeeper: @unchecked Sendable {
         while let after = messageSweep, MonotonicInstant.now().seconds(since: began) < interval / 4 {
             let stepBegan = MonotonicInstant.now()
             let now = Date()
+            var archiving: (@Sendable ([AuditRow]) throws -> Void)?
+            if let file = sweepArchive { archiving = { rows in try file.append(rows) } }
             do {
                 let step = try store.pruneMessages(
-                    before: now.addingTimeInterval(-retention.messageRetention), after: after, limit: Self.messagesPerStep, now: now)
+                    before: now.addingTimeInterval(-retention.messageRetention), after: after, limit: Self.messagesPerStep, now: now,
+                    archive: archiving)
                 messageSweep = step.next
                 prunedInSweep += step.deleted
+                archiveFailureLogged = false
+            } catch let failure as LedgerArchive.WriteFailure {
+                if !archiveFailureLogged {
+                    logger.warning(
+                        "message pruning paused: \(failure); nothing is deleted until the archive takes the messages",
+                        metadata: ["error": "\(failure)"])
+                    archiveFailureLogged = true
+                }
+                return
             } catch {
                 logger.debug("message pruning paused", metadata: ["error": "\(error)"])
                 return

@@ -66,6 +66,8 @@ public struct Worker: Sendable {
     /// in the send loop, never ahead on them (`RenderAhead`); its disk is their commits', so the log is checkpointed
     /// in smaller steps (`checkpointInBackground(besideRequests:)`).
     public var besideAPI = false
+    /// `ledger.archive`: where the housekeeper archives messages before message retention deletes them.
+    public var archive: LedgerArchive?
 
     public init(
         store: any OutboxStore, composer: MessageComposer, configuration: HeraldConfiguration, logger: Logger,
@@ -110,7 +112,7 @@ public struct Worker: Sendable {
         let housekeeping = StopSignal()
         let housekeeper = Housekeeper(
             store: store, logger: logger, watch: watch, stop: housekeeping, heartbeatTimeout: heartbeatTimeout,
-            maxAttempts: policy.maxAttempts, retention: retention)
+            maxAttempts: policy.maxAttempts, retention: retention, archive: archive)
         let count = max(1, concurrency)
         let inFlight = InFlightCount()
         // The log is copied beside the desk, not in its commits (`checkpointInBackground`).

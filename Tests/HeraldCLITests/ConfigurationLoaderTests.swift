@@ -111,6 +111,12 @@ import Testing
             "\(short ?? "accepted")")
     }
 
+    @Test func theMessageArchiveIsOffByDefaultAndNamedByTheFileOrTheEnvironment() async throws {
+        #expect(try await load("project: {id: acme}").ledger.archive == "")
+        #expect(try await load("ledger: {archive: /var/lib/herald/archive}").ledger.archive == "/var/lib/herald/archive")
+        #expect(try await load("ledger: {archive: ''}", environment: ["HERALD_LEDGER_ARCHIVE": "/srv/archive"]).ledger.archive == "/srv/archive")
+    }
+
     @Test func aShortOrRepetitiveAdminTokenStopsStartUpNamingTheKeyAndTheMinimum() async throws {
         for weak in ["a", "test-admin-token", String(repeating: "ab", count: 20)] {
             let message = try #require(await problem("server: {adminToken: \"\(weak)\"}"))

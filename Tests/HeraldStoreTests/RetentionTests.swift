@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldStore
 import HeraldTesting
+import Synchronization
 import Testing
 
 /// Message retention (`ledger.messageRetention`): what a prune deletes, what it leaves alone, and what survives it.
@@ -126,5 +127,45 @@ import Testing
         }
         #expect(steps.map(\.deleted) == [2, 2, 1])
         #expect(try store.messages().map(\.id) == [newer])
+    }
+
+    /// With an archive (`ledger.archive`), a prune hands it the audit rows of exactly the messages it deletes, as the
+    /// audit read them, before deleting; an archive that fails deletes nothing.
+    @Test(arguments: StoreKind.allCases)
+    func anArchivedPruneHandsOverTheAuditRowsOfWhatItDeletesAndAFailedArchiveDeletesNothing(_ kind: StoreKind) throws {
+        struct Refused: Error {}
+        let store = try kind.makeStore(in: scratch)
+        let policy = Fixture.policy { $0.worker.batchSize = 50 }
+        for address in ["p1@example.com", "p2@example.com", "p3@example.com"] {
+            _ = try store.enqueue(Fixture.request(.verifyEmail, address), messageDomain: Fixture.messageDomain, throttle: nil, now: now)
+        }
+        let claimed = try store.claim(policy, now: now)
+        for message in claimed { try store.record(message, Fixture.sent(at: now), policy: policy) }
+        let clicked = try #require(try store.code(claimed[0].code.plaintext))
+        try store.recordLinkEvent(codeID: clicked.id, kind: .click, visitor: Fixture.visitor, detail: nil, now: now.addingTimeInterval(5))
+        _ = try store.consume(claimed[0].code.plaintext, expecting: [.verifyEmail], visitor: Fixture.visitor, now: now.addingTimeInterval(9))
+        let later = now.addingTimeInterval(60 * 86_400)
+        let cutoff = now.addingTimeInterval(30 * 86_400)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var audited: [Int64: Data] = [:]
+        try store.audit(AuditFilter(), now: later) { audited[$0.id] = try encoder.encode($0) }
+        #expect(audited.count == 3)
+
+        #expect(throws: Refused.self) { try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later) { _ in throw Refused() } }
+        #expect(try store.messages().count == 3, "an archive that fails deletes nothing")
+        #expect(try store.prunedCodesThrough() == nil)
+
+        let archived = Mutex<[AuditRow]>([])
+        let step = try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later) { rows in
+            archived.withLock { $0 += rows }
+        }
+        #expect(step.deleted == 3)
+        #expect(try store.messages().isEmpty)
+        let rows = archived.withLock { $0 }
+        #expect(rows.map(\.id).sorted() == audited.keys.sorted())
+        for row in rows { #expect(try encoder.encode(row) == audited[row.id], "message \(row.id) as the audit read it") }
+        let redeemed = try #require(rows.first { $0.id == claimed[0].message.id })
+        #expect(redeemed.redeemedAt != nil && redeemed.firstClickAt != nil && redeemed.smtpReply != nil)
     }
 }

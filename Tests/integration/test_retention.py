@@ -3,6 +3,7 @@ the pruned rows answered survives them: the campaign's report, the refusal to im
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import signal
@@ -35,9 +36,12 @@ def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survi
             "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
         connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
                            (40 * DAY_MS,))
+    audited = herald("audit", "--format", "jsonl", config=config).stdout.splitlines()
     fresh = herald.send("verify-email", "fresh@x.test", config=config)
+    archive = tmp_path / "archive"
     kept = write_config(tmp_path, capture, name="kept.yaml",
-                        ledger={"messageRetention": "30d"}, worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})
+                        ledger={"messageRetention": "30d", "archive": str(archive)},
+                        worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})
     worker = herald.start("worker", config=kept, name="worker")
     try:
         wait_until(lambda: query(db, "SELECT COUNT(*) AS n FROM outbox")[0]["n"] == 1, timeout=60,
@@ -51,6 +55,24 @@ def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survi
     assert query(db, "SELECT COUNT(*) AS n FROM outbox_tombstones WHERE campaign_id = ?", (campaign,))[0]["n"] == len(emails)
     assert "pruned" in worker.stderr() or "pruned" in worker.stdout(), worker.stderr()
 
+    # The archive holds each pruned message as the audit listed it: gzip JSON lines any gzip reader takes, and
+    # `herald audit --archive` reads them back with the audit's filters, without a ledger.
+    files = sorted(archive.glob("herald-archive-*.jsonl.gz"))
+    assert len(files) == 1, files
+    with gzip.open(files[0], "rt", encoding="utf-8") as archived:
+        lines = [json.loads(line) for line in archived]
+    assert sorted(line["id"] for line in lines) == sorted(json.loads(line)["id"] for line in audited)
+    assert fresh not in [line["id"] for line in lines]
+    from_archive = herald("audit", "--archive", str(archive), "--format", "jsonl", config=None)
+    assert sorted(from_archive.stdout.splitlines()) == sorted(audited), from_archive.stderr
+    one = herald("audit", "--archive", str(archive), "--email", "member03@x.test", "--format", "jsonl", config=None).stdout
+    assert [json.loads(line)["recipient"] for line in one.splitlines()] == ["member03@x.test"]
+    of_campaign = herald("audit", "--archive", str(files[0]), "--campaign", str(campaign), "--format", "csv", config=None).stdout
+    assert len(of_campaign.splitlines()) == 1 + len(emails), of_campaign
+    for wrong, says in (([str(tmp_path / "nowhere")], "does not exist"), ([str(archive), "--sign-ins"], "links only")):
+        refused = herald("audit", "--archive", *wrong, config=None, check=False)
+        assert refused.returncode != 0 and says in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
     # The campaign's report and its line in the list read as before.
     assert herald("campaign", "report", str(campaign), "--format", "json", config=config).stdout == report
     assert json.loads(herald("campaigns", "list", "--format", "json", config=config).stdout) == json.loads(listed)
@@ -60,3 +82,13 @@ def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survi
     assert again.returncode != 0
     assert "pruned" in again.stderr and "choose another name" in again.stderr, again.stderr
     assert query(db, "SELECT COUNT(*) AS n FROM outbox")[0]["n"] == 1
+
+
+def test_a_worker_whose_archive_cannot_be_made_does_not_start(herald, start_capture, tmp_path):
+    capture = start_capture()
+    plain = tmp_path / "plain"
+    plain.write_text("not a directory", encoding="utf-8")
+    config = write_config(tmp_path, capture, ledger={"messageRetention": "30d", "archive": str(plain / "archive")})
+    refused = herald("worker", "--until-empty", config=config, check=False)
+    assert refused.returncode != 0
+    assert "ledger.archive" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr

@@ -5,8 +5,8 @@ import HeraldCore
 public enum AuditFormatter {
     public enum Format: String, CaseIterable, Sendable { case table, csv, jsonl }
 
-    /// The CSV columns, in order; also the keys of a JSON line.
-    static let columns = JSONLine.CodingKeys.allCases.map(\.stringValue)
+    /// The CSV columns, in order; also the keys of a JSON line (`AuditRow`'s, but for the account's `email`).
+    static let columns = AuditRow.CodingKeys.allCases.filter { $0 != .email }.map(\.stringValue)
 
     /// Compact (one line per row), sorted keys, slashes unescaped: the `GET /admin/audit` body and `--format jsonl`.
     private static let encoder: JSONEncoder = {
@@ -34,7 +34,9 @@ public enum AuditFormatter {
     public static func line(_ row: AuditRow, _ format: Format) -> String {
         switch format {
         case .jsonl:
-            let data = (try? encoder.encode(JSONLine(row: row))) ?? Data()
+            var row = row
+            row.email = nil
+            let data = (try? encoder.encode(row)) ?? Data()
             return String(decoding: data, as: UTF8.self)
         case .csv:
             return fields(row).map { CSVLine.quote(inert($0 ?? "")) }.joined(separator: ",")
@@ -58,37 +60,6 @@ public enum AuditFormatter {
             row.redeemedUserAgent, String(row.expired), String(row.superseded), row.feedbackAt.map(\.iso8601), row.feedback,
             row.redeemedWith,
         ]
-    }
-
-    /// A row as a JSON line: every key present, `null` for what the row lacks, times in ISO 8601.
-    struct JSONLine: Encodable {
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case id, recipient, action, campaign, state, queuedAt, sentAt, smtpReply, firstClickAt, redeemedAt, redeemedIp,
-                redeemedUserAgent, expired, superseded, feedbackAt, feedback, redeemedWith
-        }
-
-        let row: AuditRow
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(row.id, forKey: .id)
-            try container.encode(row.recipient, forKey: .recipient)
-            try container.encode(row.action, forKey: .action)
-            try container.encode(row.campaign, forKey: .campaign)
-            try container.encode(row.state, forKey: .state)
-            try container.encode(row.queuedAt.iso8601, forKey: .queuedAt)
-            try container.encode(row.sentAt?.iso8601, forKey: .sentAt)
-            try container.encode(row.smtpReply, forKey: .smtpReply)
-            try container.encode(row.firstClickAt?.iso8601, forKey: .firstClickAt)
-            try container.encode(row.redeemedAt?.iso8601, forKey: .redeemedAt)
-            try container.encode(row.redeemedIP, forKey: .redeemedIp)
-            try container.encode(row.redeemedUserAgent, forKey: .redeemedUserAgent)
-            try container.encode(row.expired, forKey: .expired)
-            try container.encode(row.superseded, forKey: .superseded)
-            try container.encode(row.feedbackAt?.iso8601, forKey: .feedbackAt)
-            try container.encode(row.feedback, forKey: .feedback)
-            try container.encode(row.redeemedWith, forKey: .redeemedWith)
-        }
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldActions
 import HeraldCore
+import HeraldStore
 
 /// `herald audit`: one row per link, streamed.
 struct AuditCommand: AsyncParsableCommand {
@@ -20,6 +21,10 @@ struct AuditCommand: AsyncParsableCommand {
     @Flag(help: "Only links that expired unredeemed.") var expired = false
     @OptionGroup var output: OutputOptions
     @Flag(help: "Identity-provider sign-ins, links, take-overs and needConfirmation answers instead of links.") var signIns = false
+    @Option(
+        help: ArgumentHelp(
+            "Read the message archive (ledger.archive) instead of the ledger: a directory of archive files, or one file.",
+            valueName: "path")) var archive: String?
 
     func run() async throws {
         try await reportingErrors {
@@ -36,7 +41,11 @@ struct AuditCommand: AsyncParsableCommand {
             filter.since = try since.map { try TimeArgument.past($0, option: "--since") }
             filter.until = try until.map { try TimeArgument.past($0, option: "--until") }
             filter.status = redeemed ? .redeemed : unredeemed ? .unredeemed : expired ? .expired : nil
-            let reports = try await Runtime.load(global).actions().reports
+            if archive != nil && signIns {
+                throw HeraldError(.argumentError, "--sign-ins reads the ledger; the message archive holds links only")
+            }
+            // The archive needs no ledger: it may be read on another machine.
+            let reports = archive == nil ? try await Runtime.load(global).actions().reports : nil
             var buffer = Data()
             var count = 0
             defer {
@@ -53,6 +62,16 @@ struct AuditCommand: AsyncParsableCommand {
                     buffer.removeAll(keepingCapacity: true)
                 }
             }
+            if let archive {
+                if let header = AuditFormatter.header(lines) { emit(header) }
+                for file in try LedgerArchive.files(at: archive) {
+                    try LedgerArchive.read(file, warn: { FileHandle.standardError.write(Data("herald: \($0)\n".utf8)) }) { row in
+                        if filter.matches(row) { emit(AuditFormatter.line(row, lines)) }
+                    }
+                }
+                return
+            }
+            guard let reports else { return }
             if signIns {
                 if let header = AuditFormatter.eventHeader(lines) { emit(header) }
                 try reports.accountEvents(email: filter.email?.value, since: filter.since, until: filter.until) { event in

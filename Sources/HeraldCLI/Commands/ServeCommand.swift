@@ -57,6 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
                 worker.onRelayProblem = { problem in health.setRelayProblem(problem.map(\.sinceDescription)) }
                 worker.queueSignal = actions.queued
                 worker.besideAPI = true
+                worker.archive = try LedgerArchive(configuration.ledger)
                 // On PostgreSQL, mail other processes queue wakes the embedded worker too.
                 if let postgres = store as? PostgresStore { relays.append(postgres.relayQueueNotifications(to: actions.queued)) }
                 let grace = configuration.server.failureGrace

@@ -49,6 +49,7 @@ struct WorkerCommand: AsyncParsableCommand {
             var worker = Worker(
                 store: store, composer: composer, configuration: configuration, logger: runtime.logger,
                 makeDispatcher: runtime.makeDispatcher)
+            worker.archive = try LedgerArchive(configuration.ledger)
             // On PostgreSQL, mail queued by any process wakes this worker (LISTEN/NOTIFY) instead of waiting for its poll.
             let relay = (store as? PostgresStore).map { postgres in
                 let signal = QueueSignal()

@@ -352,6 +352,7 @@ struct ConfigurationParser {
             "limits.ipSignInFailuresPerHour", c.limits.ipSignInFailuresPerHour, in: 0...1_000_000)
         c.ledger.eventRetention = try await duration("ledger.eventRetention", c.ledger.eventRetention, positive: false)
         c.ledger.messageRetention = try await duration("ledger.messageRetention", c.ledger.messageRetention, positive: false)
+        c.ledger.archive = try await text("ledger.archive", c.ledger.archive) { _ in nil }
         try await parseObservability(&c)
         try await parseWebhooks(&c)
         c.providers = try await providers()

@@ -55,6 +55,13 @@ public struct ActionCode: Sendable {
         return out + digest
     }
 
+    /// The key (microseconds since 1970) at the front of a stored `ledgerKey(_:)`; nil for one without a key (the
+    /// SHA-256 alone).
+    public static func key(ofLedgerKey stored: some Collection<UInt8>) -> UInt64? {
+        guard stored.count == 40 else { return nil }
+        return stored.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
     /// When a keyed code was made, from its key (microseconds since 1970); nil for a code without a key. Anyone can
     /// write a code with any key: this says when the code claims it was made, not that it exists.
     public static func claimedCreation(_ plaintext: String) -> Date? {

@@ -342,10 +342,14 @@ public struct HeraldConfiguration: Sendable {
         /// attempts, link events and feedback (a campaign's once none of its rows is left to send); 0 keeps them
         /// forever.
         public var messageRetention: TimeInterval = 0
-        /// The shortest `messageRetention`: unsubscribe links and late bounces of pruned campaign mail still work
-        /// through tombstones, but a month is what senders are asked to honour an unsubscribe within, and what
-        /// most late bounces and complaints arrive within.
+        /// The shortest `messageRetention`: a margin, not a cited figure. Unsubscribe links and late bounces of
+        /// pruned campaign mail still work through tombstones; the other records of a message (its attempts,
+        /// feedback and clicks) are what late complaints and an operator's questions about recent mail need, and
+        /// CAN-SPAM asks that an unsubscribe link keep working for 30 days after the mail is sent.
         public static let minimumMessageRetention: TimeInterval = 30 * 86_400
+        /// A directory where the audit rows of messages are appended, gzip-compressed JSON lines, before message
+        /// retention deletes them (`herald audit --archive` reads it); empty: pruned messages are not archived.
+        public var archive = ""
         public init() {}
     }
 

@@ -50,9 +50,6 @@ enum LedgerRetention {
         guard let pruned = try db.value(read, [campaign.id], as: Int64.self) else { return }
         throw Campaign.prunedImportRefusal(id: campaign.id, name: campaign.name, prunedAt: Date(milliseconds: pruned))
     }
-
-    /// The states a row sits in while a worker may still send it.
-    static let pendingStates = Set([OutboxState.queued, .deferred, .sending].map(\.rawValue))
 }
 
 /// One step of a prune: how many messages it deleted, and where the next step starts (nil: the sweep is done).
@@ -71,7 +68,11 @@ extension LedgerEngine {
     /// one short transaction. A message is prunable when it is finished (not queued, deferred or sending), was
     /// first queued and last changed before `cutoff`, has no unused code that expires after `cutoff`, and, for a
     /// campaign's, when none of the campaign's rows is left to send. The sweep ends at the first row queued at or after `cutoff`: ids follow queueing time.
-    public func pruneMessages(before cutoff: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune {
+    /// With `archive`, the audit rows of the messages are handed to it before they are deleted, in the transaction:
+    /// when it throws, nothing is deleted.
+    public func pruneMessages(
+        before cutoff: Date, after: Int64, limit: Int, now: Date, archive: (@Sendable ([AuditRow]) throws -> Void)? = nil
+    ) throws -> MessagePrune {
         let cut = cutoff.milliseconds
         return try write { db in
             let rows = try db.rows(
@@ -91,7 +92,7 @@ extension LedgerEngine {
                     break
                 }
                 let state: String = row["state"]
-                guard !LedgerRetention.pendingStates.contains(state), (row["updated_at"] as Int64) < cut else { continue }
+                guard OutboxState(rawValue: state)?.isPending == false, (row["updated_at"] as Int64) < cut else { continue }
                 // A link that still works (a long `--link-lifetime`) keeps its message until it has expired.
                 if let liveUntil = row["live_until"] as Int64?, liveUntil >= cut { continue }
                 if let campaign = row["campaign_id"] as Int64? {
@@ -103,6 +104,11 @@ extension LedgerEngine {
             }
             let next = reachedTheNewer || rows.count < limit ? nil : rows.last.map { $0["id"] as Int64 }
             guard !prunable.isEmpty else { return MessagePrune(deleted: 0, next: next) }
+            if let archive {
+                var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
+                conditions.add("o.id IN (\(prunable.map(String.init).joined(separator: ",")))")
+                try archive(try db.fetchAll(Self.auditSQL(conditions, limit: prunable.count), conditions.sqlArguments).map(Records.audit))
+            }
             try Self.deleteMessages(db, prunable, pruned: pruned, now: now)
             return MessagePrune(deleted: prunable.count, next: next)
         }
@@ -118,16 +124,15 @@ extension LedgerEngine {
 
     /// A campaign none of whose rows is left to send (from its tallies).
     private static func campaignIsFinished(_ db: Session, _ campaign: Int64) throws -> Bool {
-        try !tallies(db, campaign: campaign).contains { LedgerRetention.pendingStates.contains($0.state) && $0.count > 0 }
+        try !tallies(db, campaign: campaign).contains { OutboxState(rawValue: $0.state)?.isPending == true && $0.count > 0 }
     }
 
     /// Deletes the messages `ids` and what refers to them, child tables first; keeps the tombstones, the pruned counts
     /// (`pruned`: rows per campaign, 0 for none, and state) and the newest pruned code's creation time.
     private static func deleteMessages(_ db: Session, _ ids: [Int64], pruned: [Int64: [String: Int]], now: Date) throws {
         let list = ids.map(String.init).joined(separator: ",")
-        // A keyed code's stored key begins with its 8-byte creation time (`ActionCode.generateForLedger`).
         let newestCode = try db.column("SELECT code_hash FROM action_codes WHERE outbox_id IN (\(list))", as: Data.self)
-            .filter { $0.count == 40 }.map { $0.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) } }.max()
+            .compactMap { ActionCode.key(ofLedgerKey: $0).map(Int64.init(bitPattern:)) }.max()
         try db.run("DELETE FROM link_events WHERE code_id IN (SELECT id FROM action_codes WHERE outbox_id IN (\(list)))")
         for table in ["action_codes", "delivery_attempts", "mail_feedback", "outbox_events"] {
             try db.run("DELETE FROM \(table) WHERE outbox_id IN (\(list))")

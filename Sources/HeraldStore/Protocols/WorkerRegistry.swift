@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// A worker process as the ledger knows it: where it runs and when it last said it was alive.
 public struct WorkerProcess: Sendable, Hashable {
@@ -111,6 +112,17 @@ public protocol WorkerRegistry: Sendable {
 
     /// One step of pruning messages older than `before` (`ledger.messageRetention`): among the `limit` rows after id
     /// `after`, deletes the finished ones (a campaign's only once the whole campaign is) with their codes, attempts,
-    /// link events, feedback and events, in one short transaction. `next` is where the next step starts.
-    func pruneMessages(before: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune
+    /// link events, feedback and events, in one short transaction. `next` is where the next step starts. With
+    /// `archive` (`ledger.archive`), the messages' audit rows are handed to it first; when it throws, nothing is
+    /// deleted.
+    func pruneMessages(
+        before: Date, after: Int64, limit: Int, now: Date, archive: (@Sendable ([AuditRow]) throws -> Void)?
+    ) throws -> MessagePrune
+}
+
+extension WorkerRegistry {
+    /// One step of pruning messages, archiving none.
+    public func pruneMessages(before: Date, after: Int64, limit: Int, now: Date) throws -> MessagePrune {
+        try pruneMessages(before: before, after: after, limit: limit, now: now, archive: nil)
+    }
 }

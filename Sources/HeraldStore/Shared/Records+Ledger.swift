@@ -39,7 +39,7 @@ extension Records {
             redeemedAt: (row["redeemed_at"] as Int64?).map(Date.init(milliseconds:)), redeemedIP: row["redeemed_ip"],
             redeemedUserAgent: row["redeemed_user_agent"], expired: row["expired"], superseded: row["superseded"],
             feedbackAt: (row["feedback_at"] as Int64?).map(Date.init(milliseconds:)), feedback: row["feedback"],
-            redeemedWith: row["redeemed_with"])
+            redeemedWith: row["redeemed_with"], email: (row["email"] as String?).flatMap { $0 == row["recipient"] ? nil : $0 })
     }
 
     /// An `account_events` row joined with its account's `email`.
