@@ -9,9 +9,11 @@ Postfix's smtp-sink with `herald worker --until-empty --concurrency 4`). Before 
 and the file's bytes per message are read. Each campaign also reports its end-to-end time (CSV to all sent), its
 import and send rates, and the worker's CPU per message.
 
-With --prune, the first campaign's messages are then aged 40 days and `herald serve` (its worker embedded) runs with
-`ledger.messageRetention: 30d` while wrk sends accounts:sendOobCode at a paced rate: the prune's duration and rows per
-second, and the API's p99 in 20 s windows during it, beside the same load's p99 with retention off.
+With --prune, `herald serve` (its worker embedded) then runs while wrk sends accounts:sendOobCode at a paced rate:
+first with retention off; then with `ledger.messageRetention: 30d` after the first half of the first campaign was aged
+40 days; then with `ledger.archive` on too, after its second half was. Each prune's duration and rows per second, the
+API's p99 in 20 s windows during it, and the archive's bytes per message; then the time the worker takes to give
+the freed pages back to the file system, and the API's p99 meanwhile.
 
 Not a test: nothing here asserts. 10 million rows take --steps 10 (BENCH_SCALE_STEPS=10).
 """
@@ -154,48 +156,114 @@ def paced_p99(url: str, seconds: float, rate: float, run: str) -> dict:
     return run_wrk(url, connections, seconds, 1000.0 * connections / rate, run)
 
 
-def prune(herald: str, env: dict, database: Path, rate: float) -> list:
-    """Ages the first campaign 40 days, then measures the API with retention off and during the prune."""
-    with sqlite3.connect(database) as db:
-        campaign, rows = db.execute(
-            "SELECT campaign, SUM(n) FROM outbox_tallies WHERE campaign = (SELECT MIN(id) FROM campaigns) GROUP BY 1").fetchone()
-        age = 40 * 86_400_000
+def age(database: Path, campaign: int, low: int, high: int) -> None:
+    """Ages the campaign's messages with ids in [low, high], and their codes, by 40 days."""
+    age_ms = 40 * 86_400_000
+    with sqlite3.connect(database, timeout=60) as db:
         db.execute("UPDATE outbox SET queued_at = queued_at - ?1, first_queued_at = first_queued_at - ?1, "
-                   "updated_at = updated_at - ?1, sent_at = sent_at - ?1 WHERE campaign_id = ?2", (age, campaign))
-        db.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1 "
-                   "WHERE outbox_id IN (SELECT id FROM outbox WHERE campaign_id = ?2)", (age, campaign))
+                   "updated_at = updated_at - ?1, sent_at = sent_at - ?1 WHERE campaign_id = ?2 AND id BETWEEN ?3 AND ?4",
+                   (age_ms, campaign, low, high))
+        db.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1 WHERE outbox_id IN "
+                   "(SELECT id FROM outbox WHERE campaign_id = ?2 AND id BETWEEN ?3 AND ?4)", (age_ms, campaign, low, high))
+
+
+def prune(herald: str, env: dict, database: Path, rate: float, work: Path) -> list:
+    """The API's p99 with retention off; then the first half of the first campaign aged 40 days and pruned, then its
+    second half aged and pruned with `ledger.archive` on: each prune's duration and the API's p99 during it."""
+    with sqlite3.connect(database) as db:
+        campaign, low, high = db.execute(
+            "SELECT campaign_id, MIN(id), MAX(id) FROM outbox WHERE campaign_id = (SELECT MIN(id) FROM campaigns)").fetchone()
+        rows = db.execute("SELECT SUM(n) FROM outbox_tallies WHERE campaign = ?", (campaign,)).fetchone()[0]
+    middle = (low + high) // 2
+    archive = work / "archive"
     lines = []
-    for retention in ("0", "30d"):
+    phases = [("retention off", {"HERALD_LEDGER_MESSAGE_RETENTION": "0"}, None),
+              ("prune", {"HERALD_LEDGER_MESSAGE_RETENTION": "30d"}, (low, middle)),
+              ("prune with ledger.archive", {"HERALD_LEDGER_MESSAGE_RETENTION": "30d", "HERALD_LEDGER_ARCHIVE": str(archive)},
+               (middle + 1, high))]
+    for label, settings, aged in phases:
+        if aged:
+            age(database, campaign, *aged)
         port = free_port()
-        server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port),
-                      "HERALD_LEDGER_MESSAGE_RETENTION": retention, **NO_ABUSE_LIMITS}
+        server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port), **settings, **NO_ABUSE_LIMITS}
         server = subprocess.Popen([herald, "serve", "--config", CONFIG], env=server_env, cwd=REPO, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         try:
             wait_for_port(port)
             url = f"http://127.0.0.1:{port}/v1/accounts:sendOobCode?key=demo-api-key"
-            if retention == "0":
+            if not aged:
                 idle = paced_p99(url, 20, rate, "idle")
-                lines.append(f"retention off: sendOobCode paced {idle.get('rate', 0):,.0f}/s, p50 {idle.get('p50', 0):.2f} ms, "
+                lines.append(f"{label}: sendOobCode paced {idle.get('rate', 0):,.0f}/s, p50 {idle.get('p50', 0):.2f} ms, "
                              f"p99 {idle.get('p99', 0):.2f} ms")
                 continue
+            with sqlite3.connect(database, timeout=60) as db:
+                before = db.execute("SELECT COALESCE(SUM(n), 0) FROM outbox_tallies WHERE campaign = ?", (campaign,)).fetchone()[0]
+            target = before - (aged[1] - aged[0] + 1)
             started = time.monotonic()
             windows = []
-            left = rows
-            while left > 0 and time.monotonic() - started < 3600:
+            left = before
+            while left > target and time.monotonic() - started < 3600:
                 windows.append(paced_p99(url, 20, rate, f"prune{len(windows)}"))
                 with sqlite3.connect(database, timeout=60) as db:
                     left = db.execute("SELECT COALESCE(SUM(n), 0) FROM outbox_tallies WHERE campaign = ?", (campaign,)).fetchone()[0]
             seconds = time.monotonic() - started
             p99s = [w.get("p99", 0) for w in windows]
-            lines.append(f"prune of {rows - left:,} messages (campaign {campaign}) within {seconds:,.0f} s "
-                         f"(about {(rows - left) / seconds:,.0f} messages/s; measured in 20 s windows)")
-            lines.append(f"during it: sendOobCode paced {statistics.median(w.get('rate', 0) for w in windows):,.0f}/s, "
+            lines.append(f"{label}: {before - left:,} messages (campaign {campaign}) within {seconds:,.0f} s "
+                         f"(about {(before - left) / seconds:,.0f} messages/s; measured in 20 s windows)")
+            lines.append(f"  during it: sendOobCode paced {statistics.median(w.get('rate', 0) for w in windows):,.0f}/s, "
                          f"p99 per window median {statistics.median(p99s):.2f} ms, worst {max(p99s):.2f} ms")
+            lines.append("  p99 by window (ms): " + " ".join(f"{p:.1f}" for p in p99s))
+            if "HERALD_LEDGER_ARCHIVE" in settings:
+                size = sum(f.stat().st_size for f in archive.glob("*.jsonl.gz"))
+                lines.append(f"  archive: {size:,} bytes, {size / max(1, before - left):,.0f} bytes/message, "
+                             f"{len(list(archive.glob('*.jsonl.gz')))} file(s)")
         finally:
             server.terminate()
             server.wait(timeout=120)
+    lines += reclaim(herald, env, database, rate)
     return lines
+
+
+def pages(database: Path) -> tuple[int, int, int]:
+    """The ledger's free pages, all its pages, and the file's bytes."""
+    with sqlite3.connect(database, timeout=60) as db:
+        free = db.execute("PRAGMA freelist_count").fetchone()[0]
+        total = db.execute("PRAGMA page_count").fetchone()[0]
+    return free, total, database.stat().st_size
+
+
+def reclaim(herald: str, env: dict, database: Path, rate: float) -> list:
+    """`herald serve` with retention on and nothing left to prune: the worker gives the free pages back to the file
+    system; the time it takes, and the API's p99 in 20 s windows meanwhile."""
+    free, total, size = pages(database)
+    if free <= total // 10 + 1024:
+        return [f"space given back: nothing to give ({free:,} of {total:,} pages free)"]
+    port = free_port()
+    server_env = {**env, "HERALD_SERVER_HOST": "127.0.0.1", "HERALD_SERVER_PORT": str(port),
+                  "HERALD_LEDGER_MESSAGE_RETENTION": "30d", **NO_ABUSE_LIMITS}
+    server = subprocess.Popen([herald, "serve", "--config", CONFIG], env=server_env, cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}/v1/accounts:sendOobCode?key=demo-api-key"
+        started = time.monotonic()
+        windows = []
+        left = free
+        while left > total // 10 + 1024 and time.monotonic() - started < 3600:
+            windows.append(paced_p99(url, 20, rate, f"reclaim{len(windows)}"))
+            left, now_total, _ = pages(database)
+            total = now_total
+        seconds = time.monotonic() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=120)
+    _, _, after = pages(database)
+    p99s = [w.get("p99", 0) for w in windows]
+    return [f"space given back: the file from {size / 2**20:,.0f} MiB to {after / 2**20:,.0f} MiB within {seconds:,.0f} s "
+            f"({(size - after) / 2**20 / seconds:,.1f} MiB/s; measured in 20 s windows)",
+            f"  during it: sendOobCode paced {statistics.median(w.get('rate', 0) for w in windows):,.0f}/s, "
+            f"p99 per window median {statistics.median(p99s):.2f} ms, worst {max(p99s):.2f} ms",
+            "  p99 by window (ms): " + " ".join(f"{p:.1f}" for p in p99s)]
 
 
 def main() -> None:
@@ -225,6 +293,10 @@ def main() -> None:
     rows = []
     try:
         wait_for_port(port)
+        if args.prune:
+            # Made as with retention on (incremental auto-vacuum), so the prune's space can be given back.
+            subprocess.run([args.herald, "campaigns", "list", "--config", CONFIG], cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+                           env={**env, "HERALD_LEDGER_MESSAGE_RETENTION": "30d"})
         rows.append(measure(args.herald, env, database, args.probes, "user0@example.com"))
         print(f"empty ledger: {rows[-1]}", flush=True)
         for index in range(1, args.steps + 1):
@@ -232,7 +304,7 @@ def main() -> None:
             rows.append(measure(args.herald, env, database, args.probes, "user0@example.com"))
             print(f"after campaign {index}: {rows[-1]}", flush=True)
         if args.prune:
-            pruned = prune(args.herald, env, database, args.prune_rate)
+            pruned = prune(args.herald, env, database, args.prune_rate, work)
             for line in pruned:
                 print(line, flush=True)
     finally:

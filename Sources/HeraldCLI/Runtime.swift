@@ -21,7 +21,9 @@ struct Runtime {
     }
 
     func openStore() throws -> any HeraldStore {
-        try StoreOpener.open(configuration.database, webhooks: WebhookRouting(configuration.webhooks))
+        try StoreOpener.open(
+            configuration.database, webhooks: WebhookRouting(configuration.webhooks),
+            reclaimingSpace: configuration.ledger.messageRetention > 0)
     }
 
     /// For the long-running commands: a ledger that is locked, read-only or on a full disk at

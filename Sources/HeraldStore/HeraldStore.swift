@@ -27,14 +27,18 @@ public enum StoreOpener {
     ///
     /// - Throws: `INVALID_CONFIGURATION` naming the path or URL when it cannot be a ledger; `UNAVAILABLE`
     ///   while it is locked, read-only, unreachable or on a full disk.
-    /// `webhooks` names the endpoints each state change writes a delivery for.
-    public static func open(_ database: HeraldConfiguration.Database, webhooks: WebhookRouting = .none) throws -> any HeraldStore {
+    /// `webhooks` names the endpoints each state change writes a delivery for. With `reclaimingSpace`
+    /// (`ledger.messageRetention` set), a SQLite ledger this creates is made to give pruned rows' space back.
+    public static func open(
+        _ database: HeraldConfiguration.Database, webhooks: WebhookRouting = .none, reclaimingSpace: Bool = false
+    ) throws -> any HeraldStore {
         if PostgresLocation.isURL(database.url) {
             return try PostgresStore(
                 location: PostgresLocation(url: database.url), poolSize: database.poolSize,
                 timeouts: PostgresTimeouts(lock: database.busyTimeout, statement: database.statementTimeout), webhooks: webhooks)
         }
-        return try SQLiteStore(path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks)
+        return try SQLiteStore(
+            path: database.path, busyTimeout: database.busyTimeout, webhooks: webhooks, incrementalVacuum: reclaimingSpace)
     }
 
     /// Where the ledger is, for messages: the PostgreSQL URL (without a password) or the SQLite path.

@@ -49,7 +49,9 @@ final class Housekeeper: @unchecked Sendable {
     static let checkpointInterval: TimeInterval = 10
     static let pruneInterval: TimeInterval = 3600
     /// Rows one step of the message sweep looks at, and at most deletes, in one transaction.
-    static let messagesPerStep = 200
+    static let messagesPerStep = 100
+    /// Free pages one step of `reclaimSpace` gives back (1 MiB of 4 KiB pages).
+    static let pagesPerStep = 256
 
     init(
         store: any OutboxStore, logger: Logger, watch: LedgerWatch, stop: StopSignal, heartbeatTimeout: TimeInterval, maxAttempts: Int,
@@ -155,6 +157,7 @@ final class Housekeeper: @unchecked Sendable {
         sweep()
         prune()
         pruneMessages()
+        reclaimSpace()
         do { try store.foldTallies() } catch { logger.debug("tallies not folded", metadata: ["error": "\(error)"]) }
         if Date().timeIntervalSince(lastCheckpoint) >= Self.checkpointInterval {
             lastCheckpoint = Date()
@@ -221,14 +224,26 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    /// The message sweep's share of a heartbeat: steps of `messagesPerStep` rows, the finished ones past
-    /// `ledger.messageRetention` deleted, while a quarter of the heartbeat interval lasts (the last step may end
-    /// after it), with a pause as long as the step took between steps, so the ledger's writer is free at least half
-    /// that time. A step that fails is taken again at the next beat.
-    private func pruneMessages() {
+    /// Runs `step` again and again while a quarter of the heartbeat interval lasts (the last step may end after it),
+    /// with a pause as long as each step took between steps, so the ledger's writer is free at least half that time;
+    /// ends when `step` answers false.
+    private func timeBoxed(_ step: () -> Bool) {
         let began = MonotonicInstant.now()
-        while let after = messageSweep, MonotonicInstant.now().seconds(since: began) < interval / 4 {
+        while MonotonicInstant.now().seconds(since: began) < interval / 4 {
             let stepBegan = MonotonicInstant.now()
+            guard step() else { return }
+            let took = MonotonicInstant.now().seconds(since: stepBegan)
+            guard MonotonicInstant.now().seconds(since: began) + took < interval / 4 else { return }
+            if stop.wait(took) { return }
+        }
+    }
+
+    /// The message sweep's share of a heartbeat: time-boxed steps of `messagesPerStep` rows, the finished ones past
+    /// `ledger.messageRetention` deleted (archived first with `ledger.archive`). A step that fails is taken again at
+    /// the next beat.
+    private func pruneMessages() {
+        timeBoxed {
+            guard let after = messageSweep else { return false }
             let now = Date()
             var archiving: (@Sendable ([AuditRow]) throws -> Void)?
             if let file = sweepArchive { archiving = { rows in try file.append(rows) } }
@@ -246,22 +261,31 @@ final class Housekeeper: @unchecked Sendable {
                         metadata: ["error": "\(failure)"])
                     archiveFailureLogged = true
                 }
-                return
+                return false
             } catch {
                 logger.debug("message pruning paused", metadata: ["error": "\(error)"])
-                return
+                return false
             }
-            if messageSweep == nil {
-                if prunedInSweep > 0 {
-                    logger.info(
-                        "pruned \(prunedInSweep) messages older than ledger.messageRetention", metadata: ["messages": "\(prunedInSweep)"])
-                }
-                prunedInSweep = 0
-                return
+            guard messageSweep == nil else { return true }
+            if prunedInSweep > 0 {
+                logger.info("pruned \(prunedInSweep) messages older than ledger.messageRetention", metadata: ["messages": "\(prunedInSweep)"])
             }
-            let took = MonotonicInstant.now().seconds(since: stepBegan)
-            guard MonotonicInstant.now().seconds(since: began) + took < interval / 4 else { return }
-            if stop.wait(took) { return }
+            prunedInSweep = 0
+            return false
+        }
+    }
+
+    /// Between message sweeps, time-boxed steps that give the ledger's free pages beyond a tenth of the file back to
+    /// the file system, `pagesPerStep` at a time (SQLite ledgers made with incremental auto-vacuum).
+    private func reclaimSpace() {
+        guard messageSweep == nil else { return }
+        timeBoxed {
+            do {
+                return try store.reclaimSpace(pages: Self.pagesPerStep) > 0
+            } catch {
+                logger.debug("space not reclaimed", metadata: ["error": "\(error)"])
+                return false
+            }
         }
     }
 

@@ -129,8 +129,9 @@ import Testing
         #expect(try store.messages().map(\.id) == [newer])
     }
 
-    /// With an archive (`ledger.archive`), a prune hands it the audit rows of exactly the messages it deletes, as the
-    /// audit read them, before deleting; an archive that fails deletes nothing.
+    /// With an archive (`ledger.archive`), a prune hands it the audit rows of the messages it chose, as the audit read
+    /// them, before deleting them; an archive that fails deletes nothing; a message that changes while it is being
+    /// archived (here: retried) is archived and kept.
     @Test(arguments: StoreKind.allCases)
     func anArchivedPruneHandsOverTheAuditRowsOfWhatItDeletesAndAFailedArchiveDeletesNothing(_ kind: StoreKind) throws {
         struct Refused: Error {}
@@ -140,7 +141,9 @@ import Testing
             _ = try store.enqueue(Fixture.request(.verifyEmail, address), messageDomain: Fixture.messageDomain, throttle: nil, now: now)
         }
         let claimed = try store.claim(policy, now: now)
-        for message in claimed { try store.record(message, Fixture.sent(at: now), policy: policy) }
+        for message in claimed.dropLast() { try store.record(message, Fixture.sent(at: now), policy: policy) }
+        let failed = try #require(claimed.last).message.id
+        try store.record(try #require(claimed.last), Fixture.failed(at: now), policy: policy)
         let clicked = try #require(try store.code(claimed[0].code.plaintext))
         try store.recordLinkEvent(codeID: clicked.id, kind: .click, visitor: Fixture.visitor, detail: nil, now: now.addingTimeInterval(5))
         _ = try store.consume(claimed[0].code.plaintext, expecting: [.verifyEmail], visitor: Fixture.visitor, now: now.addingTimeInterval(9))
@@ -159,9 +162,10 @@ import Testing
         let archived = Mutex<[AuditRow]>([])
         let step = try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later) { rows in
             archived.withLock { $0 += rows }
+            _ = try store.retry(RequeueFilter(states: [.failed], ids: [failed]), actor: "test", dryRun: false, now: later)
         }
-        #expect(step.deleted == 3)
-        #expect(try store.messages().isEmpty)
+        #expect(step.deleted == 2)
+        #expect(try store.messages().map(\.id) == [failed], "retried while it was archived: kept")
         let rows = archived.withLock { $0 }
         #expect(rows.map(\.id).sorted() == audited.keys.sorted())
         for row in rows { #expect(try encoder.encode(row) == audited[row.id], "message \(row.id) as the audit read it") }

@@ -20,6 +20,73 @@ import Testing
         #expect(try store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
     }
 
+    /// A new ledger made for message retention has incremental auto-vacuum: once retention has pruned messages,
+    /// `reclaimSpace` gives their pages back to the file system, a step at a time, down to a reserve of a tenth of the
+    /// file. Without retention, a new ledger is made as before.
+    @Test func aNewLedgerMadeForRetentionGivesThePagesOfPrunedMessagesBackToTheFileSystem() throws {
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") } == 0, "NONE without retention")
+        let path = scratch.path("retained.sqlite")
+        let store = try SQLiteStore(path: path, incrementalVacuum: true)
+        func size() throws -> Int { (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0 }
+        func pages() throws -> (free: Int, total: Int, size: Int) {
+            try store.read { db in
+                (
+                    try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0, try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0,
+                    try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+                )
+            }
+        }
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") } == 2, "INCREMENTAL")
+        let now = Date(milliseconds: Date().milliseconds)
+        let campaign = try Fixture.campaign("big", now: now, in: store)
+        try Fixture.add((0..<4000).map { "member\($0)@example.com" }, to: campaign, now: now, in: store)
+        let policy = Fixture.policy { $0.worker.batchSize = 500 }
+        while case let claimed = try store.claim(policy, now: now), !claimed.isEmpty {
+            try store.record(claimed.map { ($0, Fixture.sent(at: now)) }, policy: policy)
+        }
+        #expect(try store.reclaimSpace(pages: 64) == 0, "nothing free yet")
+        var after: Int64? = 0
+        while let from = after {
+            after = try store.pruneMessages(
+                before: now.addingTimeInterval(31 * 86_400), after: from, limit: 1000, now: now.addingTimeInterval(60 * 86_400)
+            ).next
+        }
+        #expect(try store.messages().isEmpty)
+        try store.checkpoint()
+        let full = try size()
+        let freed = try pages()
+        #expect(freed.free > freed.total / 2, "the pruned rows' pages are free: \(freed)")
+        var given: [Int] = []
+        while case let step = try store.reclaimSpace(pages: 64), step > 0 { given.append(step) }
+        try store.checkpoint()
+        let left = try pages()
+        #expect(given.count > 1 && given.allSatisfy { $0 <= 64 }, "in steps of at most 64 pages: \(given)")
+        #expect(left.free <= left.total / 10 && left.free >= left.total / 10 - 64, "a tenth kept: \(left)")
+        #expect(try size() == left.total * left.size && left.total == freed.total - given.reduce(0, +))
+        #expect(try size() < full / 2)
+    }
+
+    /// A ledger made before keeps its free pages for new rows, even once retention is on: SQLite cannot turn
+    /// auto-vacuum on without rewriting the whole file.
+    @Test func aLedgerMadeWithoutAutoVacuumKeepsItsFreePages() throws {
+        let path = scratch.path("older.sqlite")
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "CREATE TABLE made_before (a)") }
+        let older = try SQLiteStore(path: path, incrementalVacuum: true)
+        #expect(try older.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") } == 0)
+        try older.pool.write { db in
+            try db.execute(
+                sql:
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO made_before SELECT zeroblob(4000) FROM n"
+            )
+            try db.execute(sql: "DELETE FROM made_before")
+        }
+        try older.checkpoint()
+        let free = try older.read { db in try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0 }
+        #expect(free >= 1000)
+        #expect(try older.reclaimSpace(pages: 64) == 0)
+        #expect(try older.read { db in try Int.fetchOne(db, sql: "PRAGMA freelist_count") } == free)
+    }
+
     @Test func aGroupCommitRecordsEveryOutcomeOfTheBatchInOneTransaction() throws {
         let policy = Fixture.policy()
         for email in ["a@example.com", "b@example.com", "c@example.com"] {

@@ -92,3 +92,13 @@ def test_a_worker_whose_archive_cannot_be_made_does_not_start(herald, start_capt
     refused = herald("worker", "--until-empty", config=config, check=False)
     assert refused.returncode != 0
     assert "ledger.archive" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+def test_a_ledger_made_with_message_retention_on_can_give_space_back(herald, tmp_path):
+    for retention, mode in (("0", 0), ("30d", 2)):
+        folder = tmp_path / f"retention-{retention}"
+        folder.mkdir()
+        config = write_config(folder, ledger={"messageRetention": retention})
+        herald("campaigns", "list", config=config)
+        with sqlite3.connect(db_path(folder)) as connection:
+            assert connection.execute("PRAGMA auto_vacuum").fetchone()[0] == mode, retention

@@ -67,51 +67,77 @@ extension LedgerEngine {
     /// Deletes the prunable messages among the `limit` rows after id `after`, with everything that refers to them, in
     /// one short transaction. A message is prunable when it is finished (not queued, deferred or sending), was
     /// first queued and last changed before `cutoff`, has no unused code that expires after `cutoff`, and, for a
-    /// campaign's, when none of the campaign's rows is left to send. The sweep ends at the first row queued at or after `cutoff`: ids follow queueing time.
-    /// With `archive`, the audit rows of the messages are handed to it before they are deleted, in the transaction:
-    /// when it throws, nothing is deleted.
+    /// campaign's, when none of the campaign's rows is left to send. The sweep ends at the first row queued at or
+    /// after `cutoff`: ids follow queueing time.
+    ///
+    /// With `archive`, the messages are chosen and their audit rows read in a snapshot, handed to `archive` with no
+    /// lock held (when it throws, nothing is deleted), and then deleted in the transaction, those still prunable: the
+    /// ledger's writer never waits on the audit's query or the archive's disk. A message that changed in between is
+    /// archived and kept.
     public func pruneMessages(
         before cutoff: Date, after: Int64, limit: Int, now: Date, archive: (@Sendable ([AuditRow]) throws -> Void)? = nil
     ) throws -> MessagePrune {
         let cut = cutoff.milliseconds
-        return try write { db in
-            let rows = try db.rows(
-                """
-                SELECT o.id, o.state, o.updated_at, COALESCE(o.first_queued_at, o.queued_at) AS queued, o.campaign_id,
-                    (SELECT MAX(c.expires_at) FROM action_codes c
-                     WHERE c.outbox_id = o.id AND c.redeemed_at IS NULL AND c.superseded_at IS NULL) AS live_until
-                FROM outbox o WHERE o.id > ? ORDER BY o.id LIMIT \(max(1, limit))
-                """, [after])
-            var finished: [Int64: Bool] = [:]
-            var prunable: [Int64] = []
-            var pruned: [Int64: [String: Int]] = [:]
-            var reachedTheNewer = false
-            for row in rows {
-                if (row["queued"] as Int64) >= cut {
-                    reachedTheNewer = true
-                    break
-                }
-                let state: String = row["state"]
-                guard OutboxState(rawValue: state)?.isPending == false, (row["updated_at"] as Int64) < cut else { continue }
-                // A link that still works (a long `--link-lifetime`) keeps its message until it has expired.
-                if let liveUntil = row["live_until"] as Int64?, liveUntil >= cut { continue }
-                if let campaign = row["campaign_id"] as Int64? {
-                    if finished[campaign] == nil { finished[campaign] = try Self.campaignIsFinished(db, campaign) }
-                    guard finished[campaign] == true else { continue }
-                }
-                pruned[row["campaign_id"] as Int64? ?? 0, default: [:]][state, default: 0] += 1
-                prunable.append(row["id"])
+        let page = "o.id > \(after) ORDER BY o.id LIMIT \(max(1, limit))"
+        guard let archive else {
+            return try write { db in
+                let chosen = try Self.prunable(db, page, cut: cut, limit: limit)
+                if !chosen.ids.isEmpty { try Self.deleteMessages(db, chosen.ids, pruned: chosen.pruned, now: now) }
+                return MessagePrune(deleted: chosen.ids.count, next: chosen.next)
             }
-            let next = reachedTheNewer || rows.count < limit ? nil : rows.last.map { $0["id"] as Int64 }
-            guard !prunable.isEmpty else { return MessagePrune(deleted: 0, next: next) }
-            if let archive {
-                var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
-                conditions.add("o.id IN (\(prunable.map(String.init).joined(separator: ",")))")
-                try archive(try db.fetchAll(Self.auditSQL(conditions, limit: prunable.count), conditions.sqlArguments).map(Records.audit))
-            }
-            try Self.deleteMessages(db, prunable, pruned: pruned, now: now)
-            return MessagePrune(deleted: prunable.count, next: next)
         }
+        let (chosen, rows) = try read { db in
+            let chosen = try Self.prunable(db, page, cut: cut, limit: limit)
+            guard !chosen.ids.isEmpty else { return (chosen, [AuditRow]()) }
+            var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
+            conditions.add("o.id IN (\(chosen.ids.map(String.init).joined(separator: ",")))")
+            return (chosen, try db.fetchAll(Self.auditSQL(conditions, limit: chosen.ids.count), conditions.sqlArguments).map(Records.audit))
+        }
+        guard !chosen.ids.isEmpty else { return MessagePrune(deleted: 0, next: chosen.next) }
+        try archive(rows)
+        let deleted = try write { db in
+            let still = try Self.prunable(db, "o.id IN (\(chosen.ids.map(String.init).joined(separator: ","))) ORDER BY o.id", cut: cut, limit: nil)
+            if !still.ids.isEmpty { try Self.deleteMessages(db, still.ids, pruned: still.pruned, now: now) }
+            return still.ids.count
+        }
+        return MessagePrune(deleted: deleted, next: chosen.next)
+    }
+
+    /// The prunable messages among the outbox rows `selection` picks (`o.id …`, ordered by id): their ids and their
+    /// counts by campaign (0 for none) and state, and, for a page of `limit` rows, where the next page starts (nil
+    /// at the first row queued at or after `cut`, or at the end).
+    private static func prunable(
+        _ db: Session, _ selection: String, cut: Int64, limit: Int?
+    ) throws -> (ids: [Int64], pruned: [Int64: [String: Int]], next: Int64?) {
+        let rows = try db.rows(
+            """
+            SELECT o.id, o.state, o.updated_at, COALESCE(o.first_queued_at, o.queued_at) AS queued, o.campaign_id,
+                (SELECT MAX(c.expires_at) FROM action_codes c
+                 WHERE c.outbox_id = o.id AND c.redeemed_at IS NULL AND c.superseded_at IS NULL) AS live_until
+            FROM outbox o WHERE \(selection)
+            """)
+        var finished: [Int64: Bool] = [:]
+        var ids: [Int64] = []
+        var pruned: [Int64: [String: Int]] = [:]
+        var reachedTheNewer = false
+        for row in rows {
+            if (row["queued"] as Int64) >= cut {
+                reachedTheNewer = true
+                break
+            }
+            let state: String = row["state"]
+            guard OutboxState(rawValue: state)?.isPending == false, (row["updated_at"] as Int64) < cut else { continue }
+            // A link that still works (a long `--link-lifetime`) keeps its message until it has expired.
+            if let liveUntil = row["live_until"] as Int64?, liveUntil >= cut { continue }
+            if let campaign = row["campaign_id"] as Int64? {
+                if finished[campaign] == nil { finished[campaign] = try campaignIsFinished(db, campaign) }
+                guard finished[campaign] == true else { continue }
+            }
+            pruned[row["campaign_id"] as Int64? ?? 0, default: [:]][state, default: 0] += 1
+            ids.append(row["id"])
+        }
+        let next = reachedTheNewer || limit.map { rows.count < $0 } ?? true ? nil : rows.last.map { $0["id"] as Int64 }
+        return (ids, pruned, next)
     }
 
     /// The newest creation time of a code that pruning deleted; nil when none was.

@@ -55,6 +55,9 @@ public final class PostgresStore: HeraldStore, LedgerEngine {
     /// Nothing to do: PostgreSQL checkpoints on its own.
     public func checkpoint() throws {}
 
+    /// Nothing to do: PostgreSQL's autovacuum makes deleted rows' space reusable; the files keep their size.
+    public func reclaimSpace(pages: Int) throws -> Int { 0 }
+
     /// Moves every committed delta into its tally or rollup, one statement for each table. Two folds at once are
     /// safe: the second's `DELETE` waits on the first's rows and skips them once they are gone.
     public func foldTallies() throws -> Int {

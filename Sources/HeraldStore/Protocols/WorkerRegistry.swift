@@ -92,6 +92,12 @@ public protocol WorkerRegistry: Sendable {
     /// Compacts the store's log while the worker is idle (SQLite: a truncating WAL checkpoint).
     func checkpoint() throws
 
+    /// Gives up to `pages` of the ledger's free pages beyond a reserve of a tenth of the file back to the file system,
+    /// in one short step: SQLite ledgers made with incremental auto-vacuum (as Herald makes new ones); elsewhere
+    /// nothing. Returns how many pages it gave back.
+    @discardableResult
+    func reclaimSpace(pages: Int) throws -> Int
+
     /// Folds the outbox tallies' deltas into the tallies (PostgreSQL, whose triggers append deltas; SQLite's update
     /// the tallies in place, so nothing is left to fold); returns how many tallies changed.
     @discardableResult
