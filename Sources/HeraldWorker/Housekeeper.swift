@@ -40,6 +40,12 @@ final class Housekeeper: @unchecked Sendable {
     private let retention: HeraldConfiguration.Ledger
     /// Where the message sweep goes on at the next beat (the last id it looked at); nil while none is under way.
     private var messageSweep: Int64?
+    /// The hourly look found message retention on: a sweep starts when none runs (on the chosen worker).
+    private var sweepDue = false
+    /// Whether this worker runs the message sweep (`sweeps(_:among:heartbeatTimeout:)`), as of its last beat.
+    private var elected = false
+    /// Beats since this worker registered.
+    private var beats = 0
     /// `ledger.archive`, and the file the current sweep appends to (one per sweep).
     private let archive: LedgerArchive?
     private var sweepArchive: LedgerArchive.File?
@@ -138,6 +144,7 @@ final class Housekeeper: @unchecked Sendable {
         lastBeat = began
         do {
             let counted = try store.heartbeat(worker: me.id, now: Date())
+            beats += 1
             // A beat that came late or waited says nothing about the others: judge them only after a steady spell.
             if gap > interval * 2 + 1 || MonotonicInstant.now().seconds(since: began) > interval {
                 steadySince = .now()
@@ -185,7 +192,9 @@ final class Housekeeper: @unchecked Sendable {
     private func sweep() {
         do {
             let steady = steadySince.map { MonotonicInstant.now().seconds(since: $0) >= heartbeatTimeout } ?? false
-            for worker in try store.liveWorkers(now: Date()) where worker.id != me.id {
+            let workers = try store.liveWorkers(now: Date())
+            elected = beats >= 2 && Self.sweeps(me.id, among: workers, heartbeatTimeout: heartbeatTimeout)
+            for worker in workers where worker.id != me.id {
                 let here = worker.host == me.host
                 let vanished = here && !Self.processExists(worker.pid)
                 let silent = !here && steady && worker.heartbeatAge > heartbeatTimeout
@@ -209,10 +218,7 @@ final class Housekeeper: @unchecked Sendable {
         let now = Date()
         guard now.timeIntervalSince(lastPrune) >= Self.pruneInterval else { return }
         lastPrune = now
-        if retention.messageRetention > 0 && messageSweep == nil {
-            messageSweep = 0
-            sweepArchive = archive?.file(began: now, worker: me.id)
-        }
+        if retention.messageRetention > 0 { sweepDue = true }
         do {
             try store.pruneRollups(now: now)
             guard retention.eventRetention > 0 else { return }
@@ -222,6 +228,16 @@ final class Housekeeper: @unchecked Sendable {
             lastPrune = .distantPast
             logger.debug("pruning skipped", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Whether worker `me` runs the message sweep: of the workers whose heartbeats are current, the one that started
+    /// first (then the smallest id) does, so that workers sharing a ledger neither sweep the same rows at once nor
+    /// archive them twice. Looked at every beat from a worker's second on (by then every worker started before it
+    /// has seen it): a sweeper that is no longer chosen drops its sweep, and when it stops, the next one takes over.
+    static func sweeps(_ me: String, among workers: [WorkerProcess], heartbeatTimeout: TimeInterval) -> Bool {
+        let current = workers.filter { $0.heartbeatAge <= heartbeatTimeout || $0.id == me }
+        guard let first = current.min(by: { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }) else { return true }
+        return first.id == me
     }
 
     /// Runs `step` again and again while a quarter of the heartbeat interval lasts (the last step may end after it),
@@ -242,6 +258,14 @@ final class Housekeeper: @unchecked Sendable {
     /// `ledger.messageRetention` deleted (archived first with `ledger.archive`). A step that fails is taken again at
     /// the next beat.
     private func pruneMessages() {
+        guard elected else {
+            messageSweep = nil  // another worker sweeps now; this one's next hourly look starts over
+            return
+        }
+        if messageSweep == nil && sweepDue {
+            (messageSweep, sweepDue, prunedInSweep) = (0, false, 0)
+            sweepArchive = archive?.file(began: Date(), worker: me.id)
+        }
         timeBoxed {
             guard let after = messageSweep else { return false }
             let now = Date()

@@ -102,3 +102,39 @@ def test_a_ledger_made_with_message_retention_on_can_give_space_back(herald, tmp
         herald("campaigns", "list", config=config)
         with sqlite3.connect(db_path(folder)) as connection:
             assert connection.execute("PRAGMA auto_vacuum").fetchone()[0] == mode, retention
+
+
+def test_two_workers_on_one_ledger_archive_each_pruned_message_once(herald, start_capture, tmp_path):
+    capture = start_capture()
+    config = write_config(tmp_path, capture)
+    emails = [f"pair{i:03d}@x.test" for i in range(300)]
+    recipients = tmp_path / "recipients.csv"
+    recipients.write_text("email\n" + "".join(f"{e}\n" for e in emails), encoding="utf-8")
+    herald("campaign", "create", "pairs", "--action", "verify-email", "--recipients", str(recipients), config=config)
+    herald.worker_until_empty(config, timeout=120)
+    db = db_path(tmp_path)
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
+            "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
+        connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
+                           (40 * DAY_MS,))
+    archive = tmp_path / "archive"
+    kept = write_config(tmp_path, capture, name="kept.yaml", ledger={"messageRetention": "30d", "archive": str(archive)},
+                        worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})
+    workers = [herald.start("worker", config=kept, name=f"worker{n}") for n in range(2)]
+    try:
+        wait_until(lambda: query(db, "SELECT COUNT(*) AS n FROM outbox")[0]["n"] == 0, timeout=60,
+                   what="every message pruned")
+    finally:
+        for worker in workers:
+            worker.proc.send_signal(signal.SIGTERM)
+        for worker in workers:
+            worker.wait(timeout=30)
+    files = sorted(archive.glob("herald-archive-*.jsonl.gz"))
+    ids = []
+    for file in files:
+        with gzip.open(file, "rt", encoding="utf-8") as archived:
+            ids += [json.loads(line)["id"] for line in archived]
+    assert len(files) == 1, files
+    assert len(ids) == len(emails) and len(set(ids)) == len(emails)
