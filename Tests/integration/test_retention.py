@@ -14,6 +14,16 @@ from helpers import db_path, query, wait_until, write_config
 DAY_MS = 86_400_000
 
 
+def age_everything(db) -> None:
+    """As if every message was queued and sent, and every code made, 40 days ago."""
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
+            "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
+        connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
+                           (40 * DAY_MS,))
+
+
 def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survives(herald, start_capture, tmp_path):
     capture = start_capture()
     config = write_config(tmp_path, capture)
@@ -30,12 +40,7 @@ def test_a_running_worker_prunes_old_finished_mail_and_the_campaign_report_survi
 
     # As if all of it was queued and sent 40 days ago; one message queued now stays (and ends the sweep).
     db = db_path(tmp_path)
-    with sqlite3.connect(db) as connection:
-        connection.execute(
-            "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
-            "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
-        connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
-                           (40 * DAY_MS,))
+    age_everything(db)
     audited = herald("audit", "--format", "jsonl", config=config).stdout.splitlines()
     fresh = herald.send("verify-email", "fresh@x.test", config=config)
     archive = tmp_path / "archive"
@@ -113,12 +118,7 @@ def test_two_workers_on_one_ledger_archive_each_pruned_message_once(herald, star
     herald("campaign", "create", "pairs", "--action", "verify-email", "--recipients", str(recipients), config=config)
     herald.worker_until_empty(config, timeout=120)
     db = db_path(tmp_path)
-    with sqlite3.connect(db) as connection:
-        connection.execute(
-            "UPDATE outbox SET queued_at = queued_at - ?1, updated_at = updated_at - ?1, "
-            "first_queued_at = first_queued_at - ?1, sent_at = sent_at - ?1", (40 * DAY_MS,))
-        connection.execute("UPDATE action_codes SET created_at = created_at - ?1, expires_at = expires_at - ?1",
-                           (40 * DAY_MS,))
+    age_everything(db)
     archive = tmp_path / "archive"
     kept = write_config(tmp_path, capture, name="kept.yaml", ledger={"messageRetention": "30d", "archive": str(archive)},
                         worker={"heartbeatTimeout": "3s", "pollInterval": "100ms"})
