@@ -42,10 +42,8 @@ final class Housekeeper: @unchecked Sendable {
     private var messageSweep: Int64?
     /// The hourly look found message retention on: a sweep starts when none runs (on the chosen worker).
     private var sweepDue = false
-    /// Whether this worker runs the message sweep (`sweeps(_:among:heartbeatTimeout:)`), as of its last beat.
-    private var elected = false
-    /// Beats since this worker registered.
-    private var beats = 0
+    /// Whether this worker held the lease on the message sweep at its last beat (`leaseMessageSweep`).
+    private var sweeper = false
     /// `ledger.archive`, and the file the current sweep appends to (one per sweep).
     private let archive: LedgerArchive?
     private var sweepArchive: LedgerArchive.File?
@@ -112,6 +110,7 @@ final class Housekeeper: @unchecked Sendable {
                 beat()
             }
             _ = try watch.run("deregistering the worker", stop: stop, persistence: .afterStop(2)) {
+                try? store.releaseMessageSweep(worker: me.id)
                 try store.deregister(worker: me.id, now: Date())
             }
         } catch {
@@ -146,7 +145,6 @@ final class Housekeeper: @unchecked Sendable {
         lastBeat = began
         do {
             let counted = try store.heartbeat(worker: me.id, now: Date())
-            beats += 1
             // A beat that came late or waited says nothing about the others: judge them only after a steady spell.
             if gap > interval * 2 + 1 || MonotonicInstant.now().seconds(since: began) > interval {
                 steadySince = .now()
@@ -194,9 +192,7 @@ final class Housekeeper: @unchecked Sendable {
     private func sweep() {
         do {
             let steady = steadySince.map { MonotonicInstant.now().seconds(since: $0) >= heartbeatTimeout } ?? false
-            let workers = try store.liveWorkers(now: Date())
-            elected = beats >= 2 && Self.sweeps(me.id, among: workers, heartbeatTimeout: heartbeatTimeout)
-            for worker in workers where worker.id != me.id {
+            for worker in try store.liveWorkers(now: Date()) where worker.id != me.id {
                 let here = worker.host == me.host
                 let vanished = here && !Self.processExists(worker.pid)
                 let silent = !here && steady && worker.heartbeatAge > heartbeatTimeout
@@ -232,16 +228,6 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    /// Whether worker `me` runs the message sweep: of the workers whose heartbeats are current, the one that started
-    /// first (then the smallest id) does, so that workers sharing a ledger neither sweep the same rows at once nor
-    /// archive them twice. Looked at every beat from a worker's second on (by then every worker started before it
-    /// has seen it): a sweeper that is no longer chosen drops its sweep, and when it stops, the next one takes over.
-    static func sweeps(_ me: String, among workers: [WorkerProcess], heartbeatTimeout: TimeInterval) -> Bool {
-        let current = workers.filter { $0.heartbeatAge <= heartbeatTimeout || $0.id == me }
-        guard let first = current.min(by: { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }) else { return true }
-        return first.id == me
-    }
-
     /// Runs `step` again and again while a quarter of the heartbeat interval lasts (the last step may end after it),
     /// with a pause as long as each step took between steps, so the ledger's writer is free at least half that time;
     /// ends when `step` answers false.
@@ -260,8 +246,15 @@ final class Housekeeper: @unchecked Sendable {
     /// `ledger.messageRetention` deleted (archived first with `ledger.archive`). A step that fails is taken again at
     /// the next beat.
     private func pruneMessages() {
-        guard elected else {
-            messageSweep = nil  // another worker sweeps now; this one's next hourly look starts over
+        guard retention.messageRetention > 0 else { return }
+        do {
+            sweeper = try store.leaseMessageSweep(worker: me.id, now: Date(), ttl: heartbeatTimeout)
+        } catch {
+            sweeper = false
+            logger.debug("message sweep lease not taken", metadata: ["error": "\(error)"])
+        }
+        guard sweeper else {
+            messageSweep = nil  // another worker sweeps; were it to stop, this one takes over at its next hourly look
             return
         }
         if messageSweep == nil && sweepDue {
@@ -281,6 +274,8 @@ final class Housekeeper: @unchecked Sendable {
                 prunedInSweep += step.deleted
                 archiveFailureLogged = false
             } catch let failure as LedgerArchive.WriteFailure {
+                // The file may end in a broken member: the next step starts a new one.
+                sweepArchive = archive?.file(began: Date(), worker: me.id)
                 if !archiveFailureLogged {
                     logger.warning(
                         "message pruning paused: \(failure); nothing is deleted until the archive takes the messages",
@@ -304,7 +299,7 @@ final class Housekeeper: @unchecked Sendable {
     /// Between message sweeps, time-boxed steps that give the ledger's free pages beyond a tenth of the file back to
     /// the file system, `pagesPerStep` at a time (SQLite ledgers made with incremental auto-vacuum).
     private func reclaimSpace() {
-        guard messageSweep == nil else { return }
+        guard sweeper, messageSweep == nil else { return }
         timeBoxed {
             do {
                 return try store.reclaimSpace(pages: Self.pagesPerStep) > 0

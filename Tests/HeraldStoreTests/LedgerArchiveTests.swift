@@ -49,6 +49,9 @@ import Testing
         #expect(read.rows[1].email == "old@example.com" && read.rows[0].email == nil)
         #expect(try LedgerArchive.files(at: archive.directory) == [file.path])
         #expect(try LedgerArchive.files(at: file.path) == [file.path])
+        // A sweep that starts a new file in the same second (after a failed append) gets a name of its own.
+        let next = archive.file(began: now, worker: "0a1b2c3d")
+        #expect(next.path.hasSuffix("/herald-archive-20260921T141320Z-0a1b2c3d-2.jsonl.gz"))
     }
 
     @Test func aFileCutInsideAMemberReadsTheWholeLinesBeforeTheCutAndWarns() throws {
@@ -64,11 +67,26 @@ import Testing
         #expect(read.warnings.count == 1 && read.warnings[0].contains("ends inside a gzip member"))
     }
 
+    @Test func aFileDamagedInsideAMemberReadsTheLinesBeforeAndWarns() throws {
+        let file = try LedgerArchive(directory: scratch.path("archive")).file(began: now, worker: "w")
+        try file.append([row(1), row(2)])
+        let whole = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as! Int
+        try file.append((3...60).map { row($0) })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file.path))
+        // The second member's first deflate block, after its 10-byte header, made a reserved block type.
+        bytes[whole + 10] = 0x07
+        try bytes.write(to: URL(fileURLWithPath: file.path))
+        let read = try readAll(file.path)
+        #expect(read.rows.map(\.id) == [1, 2])
+        #expect(read.warnings.count == 1 && read.warnings[0].contains("is damaged after line 2"), "\(read.warnings)")
+    }
+
     @Test func anAppendThatCannotBeWrittenThrowsAWriteFailure() throws {
         let archive = try LedgerArchive(directory: scratch.path("archive"))
         let file = archive.file(began: now, worker: "full")
         try FileManager.default.createSymbolicLink(atPath: file.path, withDestinationPath: "/dev/full")
         #expect(throws: LedgerArchive.WriteFailure.self) { try file.append([row(1)]) }
+        #expect(!FileManager.default.fileExists(atPath: file.path), "what the failed first append made is gone")
         let taken = archive.file(began: now, worker: "dir")
         try FileManager.default.createDirectory(atPath: taken.path, withIntermediateDirectories: true)
         #expect(throws: LedgerArchive.WriteFailure.self) { try taken.append([row(1)]) }
@@ -94,7 +112,7 @@ import Testing
         #expect {
             _ = try readAll(path)
         } throws: { error in
-            "\(error)".contains("bad.jsonl.gz line 2")
+            "\(error)".contains("bad.jsonl.gz line 2 is not an archived message: id: ")
         }
     }
 }

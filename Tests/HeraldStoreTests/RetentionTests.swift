@@ -131,7 +131,7 @@ import Testing
 
     /// With an archive (`ledger.archive`), a prune hands it the audit rows of the messages it chose, as the audit read
     /// them, before deleting them; an archive that fails deletes nothing; a message that changes while it is being
-    /// archived (here: retried) is archived and kept.
+    /// archived (here: one retried, one bounced without a change of state) is archived and kept.
     @Test(arguments: StoreKind.allCases)
     func anArchivedPruneHandsOverTheAuditRowsOfWhatItDeletesAndAFailedArchiveDeletesNothing(_ kind: StoreKind) throws {
         struct Refused: Error {}
@@ -143,6 +143,7 @@ import Testing
         let claimed = try store.claim(policy, now: now)
         for message in claimed.dropLast() { try store.record(message, Fixture.sent(at: now), policy: policy) }
         let failed = try #require(claimed.last).message.id
+        let bounced = claimed[1].message.id
         try store.record(try #require(claimed.last), Fixture.failed(at: now), policy: policy)
         let clicked = try #require(try store.code(claimed[0].code.plaintext))
         try store.recordLinkEvent(codeID: clicked.id, kind: .click, visitor: Fixture.visitor, detail: nil, now: now.addingTimeInterval(5))
@@ -163,13 +164,32 @@ import Testing
         let step = try store.pruneMessages(before: cutoff, after: 0, limit: 500, now: later) { rows in
             archived.withLock { $0 += rows }
             _ = try store.retry(RequeueFilter(states: [.failed], ids: [failed]), actor: "test", dryRun: false, now: later)
+            // A soft bounce on sent mail changes no state: only its audit row tells.
+            _ = try store.recordFeedback(
+                MailFeedback(outboxID: bounced, kind: .soft, status: "4.2.2", diagnostic: "mailbox full"), softLimit: 5, softWindow: 86_400,
+                now: later)
         }
-        #expect(step.deleted == 2)
-        #expect(try store.messages().map(\.id) == [failed], "retried while it was archived: kept")
+        #expect(step.deleted == 1)
+        #expect(Set(try store.messages().map(\.id)) == [failed, bounced], "changed while they were archived: kept")
         let rows = archived.withLock { $0 }
         #expect(rows.map(\.id).sorted() == audited.keys.sorted())
         for row in rows { #expect(try encoder.encode(row) == audited[row.id], "message \(row.id) as the audit read it") }
         let redeemed = try #require(rows.first { $0.id == claimed[0].message.id })
         #expect(redeemed.redeemedAt != nil && redeemed.firstClickAt != nil && redeemed.smtpReply != nil)
+    }
+
+    /// One worker at a time holds the lease on the message sweep: until it runs out, or the holder gives it up.
+    @Test(arguments: StoreKind.allCases)
+    func theMessageSweepIsLeasedToOneWorkerAtATime(_ kind: StoreKind) throws {
+        let store = try kind.makeStore(in: scratch)
+        #expect(try store.leaseMessageSweep(worker: "a", now: now, ttl: 30))
+        #expect(try !store.leaseMessageSweep(worker: "b", now: now.addingTimeInterval(1), ttl: 30))
+        #expect(try store.leaseMessageSweep(worker: "a", now: now.addingTimeInterval(20), ttl: 30), "renewed")
+        #expect(try !store.leaseMessageSweep(worker: "b", now: now.addingTimeInterval(49), ttl: 30), "a's renewal runs to 50 s")
+        #expect(try store.leaseMessageSweep(worker: "b", now: now.addingTimeInterval(51), ttl: 30), "a's ran out")
+        #expect(try !store.leaseMessageSweep(worker: "a", now: now.addingTimeInterval(52), ttl: 30))
+        try store.releaseMessageSweep(worker: "b")
+        #expect(try store.leaseMessageSweep(worker: "a", now: now.addingTimeInterval(53), ttl: 30), "b gave it up")
+        #expect(try store.prunedCodesThrough() == nil, "the lease is not the pruned-codes mark")
     }
 }

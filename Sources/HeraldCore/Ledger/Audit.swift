@@ -129,11 +129,12 @@ extension AuditRow: Codable {
             }
             return date
         }
+        let id = try container.decode(Int64.self, forKey: .id)
         guard let queuedAt = try time(.queuedAt) else {
             throw DecodingError.keyNotFound(CodingKeys.queuedAt, .init(codingPath: decoder.codingPath, debugDescription: "no queuedAt"))
         }
         self.init(
-            id: try container.decode(Int64.self, forKey: .id), recipient: try container.decode(String.self, forKey: .recipient),
+            id: id, recipient: try container.decode(String.self, forKey: .recipient),
             action: try container.decode(String.self, forKey: .action), campaign: try container.decodeIfPresent(Int64.self, forKey: .campaign),
             state: try container.decode(String.self, forKey: .state), queuedAt: queuedAt, sentAt: try time(.sentAt),
             smtpReply: try container.decodeIfPresent(String.self, forKey: .smtpReply), firstClickAt: try time(.firstClickAt),

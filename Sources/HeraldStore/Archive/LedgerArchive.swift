@@ -38,10 +38,17 @@ public struct LedgerArchive: Sendable {
         public let description: String
     }
 
-    /// The file a sweep that began at `began` on worker `worker` appends to.
+    /// The file a sweep that began at `began` on worker `worker` appends to: a name not taken yet (`-2`, `-3`, … after
+    /// the worker when one is, as after a failed append).
     public func file(began: Date, worker: String) -> File {
         let stamp = began.iso8601.replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
-        return File(path: (directory as NSString).appendingPathComponent("herald-archive-\(stamp)-\(worker).jsonl.gz"))
+        var name = "herald-archive-\(stamp)-\(worker)"
+        var number = 1
+        while FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent(name + ".jsonl.gz")) {
+            number += 1
+            name = "herald-archive-\(stamp)-\(worker)-\(number)"
+        }
+        return File(path: (directory as NSString).appendingPathComponent(name + ".jsonl.gz"))
     }
 
     /// One archive file.
@@ -76,7 +83,8 @@ public struct LedgerArchive: Sendable {
             }
             guard written, fsync(descriptor) == 0 else {
                 let problem = failure("cannot write to")
-                _ = ftruncate(descriptor, before)
+                // A file this append made goes again (a full disk leaves no empty files behind, one per retry).
+                if before == 0 { unlink(path) } else { _ = ftruncate(descriptor, before) }
                 throw problem
             }
             if before == 0 { Self.syncDirectory(of: path) }
@@ -92,6 +100,17 @@ public struct LedgerArchive: Sendable {
             guard directory >= 0 else { return }
             _ = fsync(directory)
             close(directory)
+        }
+    }
+
+    /// A decoding error in one line: what is wrong, and under which key.
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context):
+            let key = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return key.isEmpty ? context.debugDescription : "\(key): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
         }
     }
 
@@ -140,19 +159,21 @@ extension LedgerArchive {
         let decoder = JSONDecoder()
         var pending = Data()
         var lineNumber = 0
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var chunk = [CChar](repeating: 0, count: 1 << 16)
         func emit(_ line: Data) throws {
             lineNumber += 1
             guard !line.isEmpty else { return }
             do {
                 try each(try decoder.decode(AuditRow.self, from: line))
             } catch let error as DecodingError {
-                throw HeraldError(.argumentError, "--archive: \(path) line \(lineNumber) is not an archived message: \(error)")
+                throw HeraldError(.argumentError, "--archive: \(path) line \(lineNumber) is not an archived message: \(Self.describe(error))")
             }
         }
+        // A line at a time (`gzgets`), so that the lines before a damaged member are read: `gzread` drops what it
+        // had inflated in the call that met the damage.
         while true {
-            let count = chunk.withUnsafeMutableBytes { gzread(file, $0.baseAddress, UInt32($0.count)) }
-            if count <= 0 {
+            let read = chunk.withUnsafeMutableBufferPointer { gzgets(file, $0.baseAddress, Int32($0.count)) != nil }
+            guard read else {
                 // zlib ends a stream cut inside a member as at its end, with Z_BUF_ERROR kept for gzerror.
                 var code: Int32 = 0
                 let message = String(cString: gzerror(file, &code))
@@ -160,17 +181,18 @@ extension LedgerArchive {
                     warn("\(path) ends inside a gzip member (a prune was cut off while archiving); the lines before it were read")
                     pending.removeAll()
                 } else if code != Z_OK {
-                    throw HeraldError(.argumentError, "--archive: \(path) is not a readable gzip file: \(message)")
+                    warn("\(path) is damaged after line \(lineNumber) (\(message)); the lines before it were read")
+                    pending.removeAll()
                 }
                 break
             }
-            pending.append(contentsOf: chunk[0..<Int(count)])
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: 10) {
-                try emit(pending[start..<newline])
-                start = newline + 1
+            chunk.withUnsafeBufferPointer { line in
+                pending.append(contentsOf: UnsafeRawBufferPointer(start: line.baseAddress, count: strlen(line.baseAddress!)))
             }
-            pending.removeSubrange(pending.startIndex..<start)
+            if pending.last == 10 {
+                try emit(pending.dropLast())
+                pending.removeAll(keepingCapacity: true)
+            }
         }
         if !pending.isEmpty { try emit(pending) }
     }

@@ -15,6 +15,16 @@ import HeraldCore
 /// - the newest creation time of a pruned code is kept (`ledger_marks`), so a link made before it that is no longer
 ///   in the ledger answers "expired" rather than "invalid".
 enum LedgerRetention {
+    /// A message a prune may delete: its campaign (0 for none) and state, for the pruned counts, and, when asked for,
+    /// a mark that changes with anything its audit row shows (its last change, newest feedback and link event, and
+    /// superseded codes).
+    struct Candidate {
+        let id: Int64
+        let campaign: Int64
+        let state: String
+        let mark: String
+    }
+
     static let migration = LedgerMigration(
         "v32: message retention",
         sqlite: [
@@ -72,8 +82,8 @@ extension LedgerEngine {
     ///
     /// With `archive`, the messages are chosen and their audit rows read in a snapshot, handed to `archive` with no
     /// lock held (when it throws, nothing is deleted), and then deleted in the transaction, those still prunable: the
-    /// ledger's writer never waits on the audit's query or the archive's disk. A message that changed in between is
-    /// archived and kept.
+    /// ledger's writer never waits on the audit's query or the archive's disk. A message that changed in between (its
+    /// state, or a new bounce, click or superseded code) is archived and kept; it is archived again when pruned.
     public func pruneMessages(
         before cutoff: Date, after: Int64, limit: Int, now: Date, archive: (@Sendable ([AuditRow]) throws -> Void)? = nil
     ) throws -> MessagePrune {
@@ -81,44 +91,80 @@ extension LedgerEngine {
         let page = "o.id > \(after) ORDER BY o.id LIMIT \(max(1, limit))"
         guard let archive else {
             return try write { db in
-                let chosen = try Self.prunable(db, page, cut: cut, limit: limit)
-                if !chosen.ids.isEmpty { try Self.deleteMessages(db, chosen.ids, pruned: chosen.pruned, now: now) }
-                return MessagePrune(deleted: chosen.ids.count, next: chosen.next)
+                let chosen = try Self.prunable(db, page, cut: cut, limit: limit, marked: false)
+                try Self.deleteMessages(db, chosen.candidates, now: now)
+                return MessagePrune(deleted: chosen.candidates.count, next: chosen.next)
             }
         }
         let (chosen, rows) = try read { db in
-            let chosen = try Self.prunable(db, page, cut: cut, limit: limit)
-            guard !chosen.ids.isEmpty else { return (chosen, [AuditRow]()) }
+            let chosen = try Self.prunable(db, page, cut: cut, limit: limit, marked: true)
+            guard !chosen.candidates.isEmpty else { return (chosen, [AuditRow]()) }
             var conditions = OutboxConditions(table: "o", arguments: ["now": now.milliseconds])
-            conditions.add("o.id IN (\(chosen.ids.map(String.init).joined(separator: ",")))")
-            return (chosen, try db.fetchAll(Self.auditSQL(conditions, limit: chosen.ids.count), conditions.sqlArguments).map(Records.audit))
+            conditions.add("o.id IN (\(chosen.candidates.map { String($0.id) }.joined(separator: ",")))")
+            return (chosen, try db.fetchAll(Self.auditSQL(conditions, limit: chosen.candidates.count), conditions.sqlArguments).map(Records.audit))
         }
-        guard !chosen.ids.isEmpty else { return MessagePrune(deleted: 0, next: chosen.next) }
+        guard !chosen.candidates.isEmpty else { return MessagePrune(deleted: 0, next: chosen.next) }
         try archive(rows)
+        let archived = Dictionary(uniqueKeysWithValues: chosen.candidates.map { ($0.id, $0.mark) })
         let deleted = try write { db in
-            let still = try Self.prunable(db, "o.id IN (\(chosen.ids.map(String.init).joined(separator: ","))) ORDER BY o.id", cut: cut, limit: nil)
-            if !still.ids.isEmpty { try Self.deleteMessages(db, still.ids, pruned: still.pruned, now: now) }
-            return still.ids.count
+            let list = chosen.candidates.map { String($0.id) }.joined(separator: ",")
+            // Only those whose archived line is still true: prunable, and with no new feedback, click or superseded
+            // code since the snapshot.
+            let still = try Self.prunable(db, "o.id IN (\(list)) ORDER BY o.id", cut: cut, limit: nil, marked: true).candidates
+                .filter { archived[$0.id] == $0.mark }
+            try Self.deleteMessages(db, still, now: now)
+            return still.count
         }
         return MessagePrune(deleted: deleted, next: chosen.next)
     }
 
-    /// The prunable messages among the outbox rows `selection` picks (`o.id …`, ordered by id): their ids and their
-    /// counts by campaign (0 for none) and state, and, for a page of `limit` rows, where the next page starts (nil
-    /// at the first row queued at or after `cut`, or at the end).
+    /// The lease on the message sweep: `ledger_marks` rows named `message_sweep:<worker>` (between the prefix and
+    /// the next name after it), valued when they run out, in milliseconds.
+    private static var leases: (from: String, to: String) { ("message_sweep:", "message_sweep;") }
+
+    /// Takes, or renews, `worker`'s lease on the message sweep until `now + ttl`; false while another worker's lease
+    /// runs. One worker at a time sweeps a ledger, so workers sharing it neither delete the same rows at once nor
+    /// archive them twice, and a worker without message retention never sweeps for the others.
+    public func leaseMessageSweep(worker: String, now: Date, ttl: TimeInterval) throws -> Bool {
+        let (from, to) = Self.leases
+        let mine = from + worker
+        return try write { db in
+            try db.run("DELETE FROM ledger_marks WHERE name >= ? AND name < ? AND value < ?", [from, to, now.milliseconds])
+            let holders = try db.column("SELECT name FROM ledger_marks WHERE name >= ? AND name < ?", [from, to], as: String.self)
+            guard holders.allSatisfy({ $0 == mine }) else { return false }
+            try db.run(
+                "INSERT INTO ledger_marks (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                [mine, now.addingTimeInterval(ttl).milliseconds])
+            return true
+        }
+    }
+
+    /// Gives up `worker`'s lease on the message sweep, if it holds it (a worker that stops cleanly).
+    public func releaseMessageSweep(worker: String) throws {
+        try write { db in _ = try db.run("DELETE FROM ledger_marks WHERE name = ?", [Self.leases.from + worker]) }
+    }
+
+    /// The prunable messages among the outbox rows `selection` picks (`o.id …`, ordered by id), and, for a page of
+    /// `limit` rows, where the next page starts (nil at the first row queued at or after `cut`, or at the end).
     private static func prunable(
-        _ db: Session, _ selection: String, cut: Int64, limit: Int?
-    ) throws -> (ids: [Int64], pruned: [Int64: [String: Int]], next: Int64?) {
+        _ db: Session, _ selection: String, cut: Int64, limit: Int?, marked: Bool
+    ) throws -> (candidates: [LedgerRetention.Candidate], next: Int64?) {
+        let marks =
+            marked
+            ? """
+            , (SELECT MAX(f.id) FROM mail_feedback f WHERE f.outbox_id = o.id) AS last_feedback,
+                (SELECT MAX(e.id) FROM link_events e JOIN action_codes c ON c.id = e.code_id WHERE c.outbox_id = o.id) AS last_event,
+                (SELECT COUNT(*) FROM action_codes c WHERE c.outbox_id = o.id AND c.superseded_at IS NOT NULL) AS superseded
+            """ : ""
         let rows = try db.rows(
             """
             SELECT o.id, o.state, o.updated_at, COALESCE(o.first_queued_at, o.queued_at) AS queued, o.campaign_id,
                 (SELECT MAX(c.expires_at) FROM action_codes c
-                 WHERE c.outbox_id = o.id AND c.redeemed_at IS NULL AND c.superseded_at IS NULL) AS live_until
+                 WHERE c.outbox_id = o.id AND c.redeemed_at IS NULL AND c.superseded_at IS NULL) AS live_until\(marks)
             FROM outbox o WHERE \(selection)
             """)
         var finished: [Int64: Bool] = [:]
-        var ids: [Int64] = []
-        var pruned: [Int64: [String: Int]] = [:]
+        var candidates: [LedgerRetention.Candidate] = []
         var reachedTheNewer = false
         for row in rows {
             if (row["queued"] as Int64) >= cut {
@@ -133,11 +179,14 @@ extension LedgerEngine {
                 if finished[campaign] == nil { finished[campaign] = try campaignIsFinished(db, campaign) }
                 guard finished[campaign] == true else { continue }
             }
-            pruned[row["campaign_id"] as Int64? ?? 0, default: [:]][state, default: 0] += 1
-            ids.append(row["id"])
+            let mark =
+                marked
+                ? "\(row["updated_at"] as Int64) \(row["last_feedback"] as Int64? ?? 0) \(row["last_event"] as Int64? ?? 0) \(row["superseded"] as Int64)"
+                : ""
+            candidates.append(LedgerRetention.Candidate(id: row["id"], campaign: row["campaign_id"] as Int64? ?? 0, state: state, mark: mark))
         }
         let next = reachedTheNewer || limit.map { rows.count < $0 } ?? true ? nil : rows.last.map { $0["id"] as Int64 }
-        return (ids, pruned, next)
+        return (candidates, next)
     }
 
     /// The newest creation time of a code that pruning deleted; nil when none was.
@@ -153,10 +202,13 @@ extension LedgerEngine {
         try !tallies(db, campaign: campaign).contains { OutboxState(rawValue: $0.state)?.isPending == true && $0.count > 0 }
     }
 
-    /// Deletes the messages `ids` and what refers to them, child tables first; keeps the tombstones, the pruned counts
-    /// (`pruned`: rows per campaign, 0 for none, and state) and the newest pruned code's creation time.
-    private static func deleteMessages(_ db: Session, _ ids: [Int64], pruned: [Int64: [String: Int]], now: Date) throws {
-        let list = ids.map(String.init).joined(separator: ",")
+    /// Deletes the messages `candidates` and what refers to them, child tables first; keeps the tombstones, their
+    /// counts by campaign and state (the `pruned` rollups) and the newest pruned code's creation time.
+    private static func deleteMessages(_ db: Session, _ candidates: [LedgerRetention.Candidate], now: Date) throws {
+        guard !candidates.isEmpty else { return }
+        var pruned: [Int64: [String: Int]] = [:]
+        for candidate in candidates { pruned[candidate.campaign, default: [:]][candidate.state, default: 0] += 1 }
+        let list = candidates.map { String($0.id) }.joined(separator: ",")
         let newestCode = try db.column("SELECT code_hash FROM action_codes WHERE outbox_id IN (\(list))", as: Data.self)
             .compactMap { ActionCode.key(ofLedgerKey: $0).map(Int64.init(bitPattern:)) }.max()
         try db.run("DELETE FROM link_events WHERE code_id IN (SELECT id FROM action_codes WHERE outbox_id IN (\(list)))")

@@ -124,6 +124,13 @@ public protocol WorkerRegistry: Sendable {
     func pruneMessages(
         before: Date, after: Int64, limit: Int, now: Date, archive: (@Sendable ([AuditRow]) throws -> Void)?
     ) throws -> MessagePrune
+
+    /// Takes, or renews, `worker`'s lease on the message sweep until `now + ttl`; false while another worker's lease
+    /// runs. The worker that holds it is the one that sweeps.
+    func leaseMessageSweep(worker: String, now: Date, ttl: TimeInterval) throws -> Bool
+
+    /// Gives up `worker`'s lease on the message sweep, if it holds it.
+    func releaseMessageSweep(worker: String) throws
 }
 
 extension WorkerRegistry {
